@@ -1,0 +1,1 @@
+"""Entry points and I/O: CLI, Spark session, lakehouse storage, pipeline stages."""

@@ -1,0 +1,1 @@
+"""Pure DataFrame -> DataFrame transforms: parsing, timelines, invariants."""

@@ -1,0 +1,11 @@
+"""The invariant registry: one entry per check module (see base.py for the contract).
+
+Adding an invariant: write its module here (one pure function with a docstring naming the
+protocol rule), add it to INVARIANTS, add its test file and one row in README's invariant table.
+"""
+
+from __future__ import annotations
+
+from transforms.invariants.base import Invariant
+
+INVARIANTS: list[Invariant] = []
