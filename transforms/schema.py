@@ -21,7 +21,8 @@ Key / provenance
   event_time          timestamp as written, read in ``source_time_zone`` (epoch-ms fields are UTC)
   source_file         path of the input file
   file_id             sha256 identity of the file's content stream (see jobs.ingest)
-  file_order          order of the file among its host's files of the same log kind (rotated < live)
+  file_order          sortable rank of the file among its host's files of one log: rotation or copy
+                      suffix as a number (yyyyMMddHH[mmss]), live file last (99999999999999)
   line_number         1-based line in the file of the event's first line
   sub_index           0.. when one line yields several events
   log_kind            state-change | controller | server | request | segment-dump | metadata-dump |
@@ -99,7 +100,7 @@ KEY_FIELDS: list[StructField] = [
     StructField("event_time", TimestampType(), True),
     StructField("source_file", _STR, True),
     StructField("file_id", _STR, True),
-    StructField("file_order", _INT, True),
+    StructField("file_order", _LONG, True),
     StructField("line_number", _LONG, True),
     StructField("sub_index", _INT, True),
     StructField("log_kind", _STR, True),
