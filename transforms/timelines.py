@@ -1,0 +1,571 @@
+"""Silver timelines: per-partition controller decisions, broker registrations, brokers' CE views.
+
+Every builder is a pure ``(events, config) -> DataFrame`` over the bronze events of
+:mod:`transforms.schema`; the lead composes ``SILVER_BUILDERS`` (plus C2's) into
+``CheckContext.silver``.
+
+Ordering (spec "Ordering and time"):
+1. KRaft: metadata-log offset; ZK: the controller's own log order (controller epochs order
+   controllers, a higher CE is later).
+2. A broker's own log order: line order inside one file; across the files of one host the
+   event time (same host, same clock), then file order / id / line. We make line order win
+   inside a file by ordering on the running maximum of the event time along the file's lines
+   (``_own_time``): it never decreases down a file, so a late-flushed line cannot jump ahead of
+   an earlier line of the same file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+
+from transforms.invariants.base import CheckConfig
+
+# Bronze event types a builder reads (so callers can prune before building).
+KRAFT_PARTITION_TYPES = ("md_partition", "md_partition_change")
+KRAFT_TXN_TYPES = ("md_begin_transaction", "md_end_transaction", "md_abort_transaction")
+KRAFT_BROKER_TYPES = (
+    "md_register_broker",
+    "md_unregister_broker",
+    "md_broker_registration_change",
+    "md_fence_broker",
+    "md_unfence_broker",
+)
+ZK_DECISION_TYPES = ("controller_partition_state_change", "controller_isr_change", "controller_isr_updated")
+ZK_CONTROLLER_LOG_TYPES = ZK_DECISION_TYPES + (
+    "controller_send_leader_and_isr",
+    "controller_send_stop_replica",
+    "controller_send_update_metadata",
+)
+ZK_STAND_IN_TYPES = ("leader_and_isr_received", "request_leader_and_isr")
+# Requests a ZK broker processes that carry the REQUEST's controller epoch (raising its known CE),
+# and refusal lines that state the broker's known CE ("Latest known controller epoch is N").
+CONTROLLER_REQUEST_TYPES = (
+    "leader_and_isr_received",
+    "stop_replica_received",
+    "update_metadata_applied",
+    "update_metadata_partition_deleted",
+    "request_leader_and_isr",
+    "request_stop_replica",
+    "request_update_metadata",
+)
+STALE_CONTROLLER_REFUSAL_TYPES = (
+    "leader_and_isr_stale_controller",
+    "stop_replica_stale_controller",
+    "update_metadata_stale_controller",
+)
+NO_ERROR = ("NONE", "0")
+
+# ---------------------------------------------------------------------------------------------
+# Shared ordering helpers (used by the invariants too)
+# ---------------------------------------------------------------------------------------------
+
+OWN_ORDER_COLS = ("_own_time", "file_order", "file_id", "line_number", "sub_index")
+
+
+def with_own_order(events: DataFrame) -> DataFrame:
+    """Add ``_own_time``: the running max of event_time along each file's lines.
+
+    Apply it to the whole bronze table (then filter), so every check sees the same key.
+
+    Ordering a broker's events by ``own_order()`` then keeps every file's line order (rule 2 of
+    the spec's ordering) and interleaves a host's files by its own clock.
+    """
+    w = (
+        Window.partitionBy("file_id")
+        .orderBy("line_number", "sub_index")
+        .rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    )
+    return events.withColumn("_own_time", F.max("event_time").over(w))
+
+
+def own_order() -> list[Column]:
+    """Sort key of a broker's own log order (after :func:`with_own_order`)."""
+    return [F.col(c).asc_nulls_first() for c in OWN_ORDER_COLS]
+
+
+def is_no_error(col: Column) -> Column:
+    """Request-log / response error NONE (the parsers write the name; tolerate the code 0)."""
+    return F.coalesce(col.isin(*NO_ERROR), F.lit(False))
+
+
+# ---------------------------------------------------------------------------------------------
+# KRaft metadata log: dedupe across hosts, batch commit points, transactions
+# ---------------------------------------------------------------------------------------------
+
+
+def committed_metadata_records(events: DataFrame, types: tuple[str, ...]) -> DataFrame:
+    """KRaft metadata records of ``types`` that committed, one per (cluster, offset), with commit_offset.
+
+    - Every controller / broker holds a copy of ``__cluster_metadata``: a record is identified
+      by its metadata offset, so copies from several hosts collapse to one (lowest host, then
+      event id, for a deterministic evidence id).
+    - Commit point: a batch commits atomically, so a record's commit offset is the last offset
+      of its batch (``md_batch`` header: offset = base, last_offset); without a batch header the
+      record's own offset.
+    - KIP-868 transactions: records between BeginTransactionRecord and EndTransactionRecord
+      commit at the End record's commit point; records followed by AbortTransactionRecord (or by
+      no end marker at all: still open) commit nothing and are dropped.
+    """
+    md = events.where(F.col("event_type").isin(*(types + KRAFT_TXN_TYPES))).where(F.col("metadata_offset").isNotNull())
+    pick = Window.partitionBy("cluster_id", "metadata_offset").orderBy(F.col("host_id").asc_nulls_last(), "event_id")
+    md = md.withColumn("_rn", F.row_number().over(pick)).where("_rn = 1").drop("_rn")
+
+    batches = (
+        events.where(F.col("event_type") == "md_batch")
+        .select(
+            "cluster_id",
+            F.col("offset").alias("_b_base"),
+            F.col("last_offset").alias("_b_last"),
+        )
+        .where(F.col("_b_base").isNotNull())
+        .dropDuplicates(["cluster_id", "_b_base"])
+    )
+    # Sort-based as-of join: headers sort before the records of their batch (same offset, flag 0).
+    rec = md.withColumn("_is_rec", F.lit(1)).withColumn("_pos", F.col("metadata_offset"))
+    hdr = batches.select("cluster_id", F.col("_b_base").alias("_pos"), F.lit(0).alias("_is_rec"), "_b_last")
+    both = rec.unionByName(hdr, allowMissingColumns=True)
+    w_pos = (
+        Window.partitionBy("cluster_id")
+        .orderBy("_pos", "_is_rec")
+        .rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    )
+    both = both.withColumn("_cur_last", F.last("_b_last", ignorenulls=True).over(w_pos))
+    rec = both.where("_is_rec = 1").withColumn(
+        "_batch_commit",
+        F.when(F.col("_cur_last") >= F.col("metadata_offset"), F.col("_cur_last")).otherwise(F.col("metadata_offset")),
+    )
+
+    # Transactions: the last marker at or before the record, the first marker after it.
+    marker = F.when(
+        F.col("event_type").isin(*KRAFT_TXN_TYPES),
+        F.struct(F.col("event_type").alias("t"), F.col("_batch_commit").alias("c")),
+    )
+    w_before = (
+        Window.partitionBy("cluster_id")
+        .orderBy("metadata_offset")
+        .rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    )
+    w_after = Window.partitionBy("cluster_id").orderBy("metadata_offset").rowsBetween(1, Window.unboundedFollowing)
+    rec = rec.withColumn("_prev_m", F.last(marker, ignorenulls=True).over(w_before)).withColumn(
+        "_next_m", F.first(marker, ignorenulls=True).over(w_after)
+    )
+    in_txn = F.coalesce(F.col("_prev_m.t") == "md_begin_transaction", F.lit(False))
+    committed_txn = F.coalesce(F.col("_next_m.t") == "md_end_transaction", F.lit(False))
+    rec = (
+        rec.where(~F.col("event_type").isin(*KRAFT_TXN_TYPES))
+        .where(~in_txn | committed_txn)
+        .withColumn(
+            "commit_offset",
+            F.when(in_txn, F.col("_next_m.c")).otherwise(F.col("_batch_commit")),
+        )
+    )
+    return rec.drop("_is_rec", "_pos", "_b_last", "_cur_last", "_batch_commit", "_prev_m", "_next_m")
+
+
+# ---------------------------------------------------------------------------------------------
+# partition_timeline
+# ---------------------------------------------------------------------------------------------
+
+TIMELINE_COLUMNS = [
+    "cluster_id",
+    "topic",
+    "partition",
+    "topic_id",
+    "decision_seq",
+    "source",
+    "leader",
+    "leader_epoch",
+    "partition_epoch",
+    "isr",
+    "replicas",
+    "event_time",
+    "metadata_offset",
+    "controller_id",
+    "controller_epoch",
+    "event_id",
+    "commit_offset",
+    "next_commit_offset",
+    "is_leader_change",
+]
+
+
+def _kraft_decisions(events: DataFrame) -> DataFrame:
+    """Replay PartitionRecord / PartitionChangeRecord per (cluster, topic id, partition).
+
+    PartitionRegistration.merge (KRaft): a PartitionChangeRecord carries only the changed fields.
+    leader absent (null) or -2 = unchanged; otherwise the leader is set AND the leader epoch goes
+    up by one (even when the same leader is re-sent: the forced bump of KAFKA-15021). The
+    partition epoch goes up by one on every change record. isr / replicas null = unchanged.
+    leaderRecoveryState and ELR never move either epoch. A PartitionRecord (new or existing
+    partition) sets the whole state and starts a new replay segment; changes before any
+    PartitionRecord (a dump that starts mid-log) keep leader/ISR but have no epochs (unknown).
+    """
+    recs = committed_metadata_records(events, KRAFT_PARTITION_TYPES)
+    topics = (
+        committed_metadata_records(events, ("md_topic",))
+        .select("cluster_id", "topic_id", F.col("topic").alias("_topic_name"))
+        .where(F.col("topic_id").isNotNull() & F.col("_topic_name").isNotNull())
+        .dropDuplicates(["cluster_id", "topic_id"])
+    )
+    is_full = F.col("event_type") == "md_partition"
+    leader_set = ~is_full & F.col("leader").isNotNull() & (F.col("leader") != -2)
+    key = ["cluster_id", "topic_id", "partition"]
+    w_run = (
+        Window.partitionBy(*key).orderBy("metadata_offset").rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    )
+    recs = recs.withColumn("_seg", F.sum(is_full.cast("int")).over(w_run))
+    w_seg = (
+        Window.partitionBy(*key, "_seg")
+        .orderBy("metadata_offset")
+        .rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    )
+    base_le = F.first(F.when(is_full, F.col("leader_epoch")), ignorenulls=True).over(w_seg)
+    base_pe = F.first(F.when(is_full, F.col("partition_epoch")), ignorenulls=True).over(w_seg)
+    le_bumps = F.sum(leader_set.cast("int")).over(w_seg)
+    pe_bumps = F.sum((~is_full).cast("int")).over(w_seg)
+    eff_leader = F.when(is_full | leader_set, F.col("leader"))
+    out = recs.select(
+        "cluster_id",
+        "topic",
+        "partition",
+        "topic_id",
+        F.col("metadata_offset").alias("decision_seq"),
+        F.lit("kraft").alias("source"),
+        F.last(eff_leader, ignorenulls=True).over(w_seg).alias("leader"),
+        (base_le + le_bumps).cast("int").alias("leader_epoch"),
+        (base_pe + pe_bumps).cast("int").alias("partition_epoch"),
+        F.last("isr", ignorenulls=True).over(w_seg).alias("isr"),
+        F.last("replicas", ignorenulls=True).over(w_seg).alias("replicas"),
+        "event_time",
+        "metadata_offset",
+        F.lit(None).cast("int").alias("controller_id"),
+        # KRaft has no controller epoch; the metadata batch's quorum epoch plays that role.
+        F.col("quorum_epoch").alias("controller_epoch"),
+        "event_id",
+        "commit_offset",
+    )
+    out = out.join(F.broadcast(topics), ["cluster_id", "topic_id"], "left").withColumn(
+        "topic", F.coalesce("_topic_name", "topic")
+    )
+    return out.drop("_topic_name")
+
+
+def _zk_decisions(events: DataFrame) -> DataFrame:
+    """ZK timeline: the controller's own decisions, else (log absent) brokers' received states.
+
+    Own decisions: "Changed partition ... with state LeaderAndIsr(...)", "Partition ... state
+    changed to (Leader:..)" and the ZK "ISR for partition ... updated to" lines, in the
+    controller's own log order, controllers ordered by their epoch (a higher CE is later).
+
+    Stand-ins (spec, opening paragraph): LeaderAndIsr states a broker received (TRACE "Received
+    LeaderAndIsr request" or request-log LEADER_AND_ISR) stand in only when the issuing
+    controller (controller id, request CE) left no state-change line of its own in the input.
+    Even then a state is a re-send, never a decision, when its partition-state controllerEpoch is
+    below the request's controller epoch, or its LE is not above the latest decided LE of the
+    partition. Re-sends of one state to every replica collapse the same way (equal LE).
+    """
+    ev = with_own_order(events).where(F.col("event_type").isin(*(ZK_DECISION_TYPES + ZK_STAND_IN_TYPES)))
+    present = (
+        events.where(F.col("event_type").isin(*ZK_CONTROLLER_LOG_TYPES))
+        .select(
+            F.col("cluster_id").alias("_pc_cluster"),
+            F.col("controller_id").alias("_pc_id"),
+            F.col("controller_epoch").alias("_pc_epoch"),
+        )
+        .where(F.col("_pc_id").isNotNull() & F.col("_pc_epoch").isNotNull())
+        .dropDuplicates()
+    )
+    own = ev.where(
+        F.col("event_type").isin(*ZK_DECISION_TYPES) & F.col("topic").isNotNull() & F.col("leader_epoch").isNotNull()
+    ).withColumn("_own", F.lit(True))
+    cand = (
+        ev.where(F.col("event_type").isin(*ZK_STAND_IN_TYPES))
+        .where(F.col("topic").isNotNull() & (F.col("leader_epoch") >= 0))
+        # a request-log state counts only when the broker applied it (partition error NONE)
+        .where((F.col("event_type") != "request_leader_and_isr") | is_no_error(F.col("error")))
+        .join(
+            F.broadcast(present),
+            (F.col("cluster_id") == F.col("_pc_cluster"))
+            & (F.col("controller_id") == F.col("_pc_id"))
+            & (F.col("controller_epoch") == F.col("_pc_epoch")),
+            "left_anti",
+        )
+        .withColumn("_own", F.lit(False))
+    )
+    rows = own.unionByName(cand)
+    # Causal order: controller epoch first; inside one controller epoch its own log order, or,
+    # for stand-ins (no controller log), the states' own epochs (LE, then partition epoch).
+    key = ["cluster_id", "topic", "partition"]
+    order = [
+        F.col("controller_epoch").asc_nulls_first(),
+        F.when(~F.col("_own"), F.col("leader_epoch")).asc_nulls_first(),
+        F.when(~F.col("_own"), F.col("partition_epoch")).asc_nulls_first(),
+        *own_order(),
+        F.col("event_id"),
+    ]
+    w = Window.partitionBy(*key).orderBy(*order)
+    w_prev = w.rowsBetween(Window.unboundedPreceding, -1)
+    resend_ce = ~F.col("_own") & F.coalesce(F.col("state_controller_epoch") < F.col("controller_epoch"), F.lit(False))
+    rows = rows.withColumn("_resend_ce", resend_ce).withColumn(
+        "_max_le_before",
+        F.max(F.when(~F.col("_resend_ce"), F.col("leader_epoch"))).over(w_prev),
+    )
+    keep = F.col("_own") | (
+        ~F.col("_resend_ce") & (F.col("_max_le_before").isNull() | (F.col("leader_epoch") > F.col("_max_le_before")))
+    )
+    rows = rows.where(keep)
+    return rows.select(
+        "cluster_id",
+        "topic",
+        "partition",
+        "topic_id",
+        F.row_number().over(Window.partitionBy(*key).orderBy(*order)).cast("long").alias("decision_seq"),
+        F.when(F.col("_own"), F.lit("zk-controller")).otherwise(F.lit("zk-leader-and-isr")).alias("source"),
+        "leader",
+        "leader_epoch",
+        "partition_epoch",
+        "isr",
+        "replicas",
+        "event_time",
+        "metadata_offset",
+        "controller_id",
+        "controller_epoch",
+        "event_id",
+        F.lit(None).cast("long").alias("commit_offset"),
+    )
+
+
+def _redpanda_decisions(events: DataFrame) -> DataFrame:
+    """Redpanda: each "became the leader term: N" is a decision (leader = node, LE = term).
+
+    Raft terms order the decisions (a higher term is later); equal terms (two claimants, which
+    two_leaders_same_epoch reports) by time, then event id.
+    """
+    rp = events.where(F.col("event_type") == "rp_became_leader").where(
+        F.col("topic").isNotNull() & F.col("leader_epoch").isNotNull()
+    )
+    key = ["cluster_id", "topic", "partition"]
+    order = [F.col("leader_epoch"), F.col("event_time").asc_nulls_first(), F.col("event_id")]
+    return rp.select(
+        "cluster_id",
+        "topic",
+        "partition",
+        "topic_id",
+        F.row_number().over(Window.partitionBy(*key).orderBy(*order)).cast("long").alias("decision_seq"),
+        F.lit("redpanda").alias("source"),
+        F.col("broker_id").alias("leader"),
+        "leader_epoch",
+        F.lit(None).cast("int").alias("partition_epoch"),
+        F.lit(None).cast("array<int>").alias("isr"),
+        F.lit(None).cast("array<int>").alias("replicas"),
+        "event_time",
+        "metadata_offset",
+        F.lit(None).cast("int").alias("controller_id"),
+        F.lit(None).cast("int").alias("controller_epoch"),
+        "event_id",
+        F.lit(None).cast("long").alias("commit_offset"),
+    )
+
+
+def partition_timeline(events: DataFrame, config: CheckConfig) -> DataFrame:
+    """silver.partition_timeline: one row per controller decision per (cluster, topic, partition).
+
+    Columns: cluster_id, topic, partition, topic_id (KRaft; a recreated topic gets a new id and
+    restarts its epochs), decision_seq (long, causal order within the partition: the metadata
+    offset for KRaft, the rank in controller order for ZK / Redpanda), source (kraft |
+    zk-controller | zk-leader-and-isr | redpanda), leader, leader_epoch, partition_epoch, isr,
+    replicas (the full state AFTER the decision), event_time, metadata_offset, controller_id,
+    controller_epoch (ZK: the logging/sending controller's epoch; KRaft: the batch's quorum
+    epoch), event_id, commit_offset (KRaft: the decision becomes visible at this commit point),
+    next_commit_offset (KRaft: the next decision's commit offset: the state holds for commit
+    points in [commit_offset, next_commit_offset); equal values mean it was superseded inside its
+    own batch/transaction), is_leader_change (first decision, or leader differs from the
+    previous decision's leader; order by (topic_id, decision_seq) — ZK/Redpanda rows have no
+    topic_id).
+    """
+    del config  # no rule parameter shapes the timeline
+    allrows = _kraft_decisions(events).unionByName(_zk_decisions(events)).unionByName(_redpanda_decisions(events))
+    key = ["cluster_id", "topic", "partition", "topic_id", "source_family"]
+    allrows = allrows.withColumn(
+        "source_family",
+        F.when(F.col("source").startswith("zk"), F.lit("zk")).otherwise(F.col("source")),
+    )
+    w = Window.partitionBy(*key).orderBy("decision_seq")
+    prev_leader = F.lag("leader").over(w)
+    first = F.lag("decision_seq").over(w).isNull()
+    return (
+        allrows.withColumn("is_leader_change", first | ~prev_leader.eqNullSafe(F.col("leader")))
+        .withColumn("next_commit_offset", F.lead("commit_offset").over(w))
+        .select(*TIMELINE_COLUMNS)
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# broker_registrations
+# ---------------------------------------------------------------------------------------------
+
+REGISTRATION_COLUMNS = [
+    "cluster_id",
+    "broker_id",
+    "broker_epoch",
+    "registered_at_offset",
+    "registered_at_time",
+    "registration_event_id",
+    "registered",
+    "fenced",
+    "in_controlled_shutdown",
+    "metadata_offset",
+    "commit_offset",
+    "next_commit_offset",
+    "event_time",
+    "event_id",
+    "record_type",
+    "source",
+]
+
+
+def broker_registrations(events: DataFrame, config: CheckConfig) -> DataFrame:
+    """silver.broker_registrations: a broker's registration state after each KRaft record about it.
+
+    One row per committed registration record per (cluster_id, broker_id), in metadata-offset
+    order. The row's state holds for commit points in [commit_offset, next_commit_offset) (null
+    = still holds at the end of the input; equal = superseded inside the same batch, so never a
+    state at a commit point). Columns:
+      broker_epoch            registered BE (RegisterBrokerRecord; later records repeat it)
+      registered_at_offset    metadata offset of the RegisterBrokerRecord of that incarnation
+      registered_at_time      its CreateTime (controller clock, UTC)
+      registration_event_id   its event id
+      registered              false after UnregisterBrokerRecord
+      fenced                  RegisterBrokerRecord.fenced (default true), Fence/Unfence records,
+                              BrokerRegistrationChangeRecord.fenced (1 -> true, -1 -> false, 0 = no
+                              change -> null); an unregistered broker counts as fenced (Kafka
+                              removes it from every ISR exactly as for a fence)
+      in_controlled_shutdown  set by the record that sets inControlledShutdown, until the broker
+                              is fenced or registers again (spec "Ordering and time")
+      metadata_offset, commit_offset, next_commit_offset, event_time, event_id, record_type,
+      source ("kraft")
+    """
+    del config
+    recs = committed_metadata_records(events, KRAFT_BROKER_TYPES).where(F.col("broker_id").isNotNull())
+    et = F.col("event_type")
+    is_reg = et == "md_register_broker"
+    fenced_v = (
+        F.when(is_reg, F.coalesce(F.col("fenced"), F.lit(True)))
+        .when(et == "md_unregister_broker", F.lit(True))
+        .when(et == "md_fence_broker", F.lit(True))
+        .when(et == "md_unfence_broker", F.lit(False))
+        .otherwise(F.col("fenced"))
+    )
+    ics_v = (
+        F.when(is_reg, F.coalesce(F.col("in_controlled_shutdown"), F.lit(False)))
+        .when(et.isin("md_unregister_broker", "md_fence_broker"), F.lit(False))
+        .when(F.col("fenced") == F.lit(True), F.lit(False))
+        .when(F.col("in_controlled_shutdown") == F.lit(True), F.lit(True))
+    )
+    reg_v = F.when(is_reg, F.lit(True)).when(et == "md_unregister_broker", F.lit(False))
+    key = ["cluster_id", "broker_id"]
+    w = Window.partitionBy(*key).orderBy("metadata_offset").rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    wl = Window.partitionBy(*key).orderBy("metadata_offset")
+    out = recs.select(
+        "cluster_id",
+        "broker_id",
+        F.last(F.when(et != "md_unregister_broker", F.col("broker_epoch")), ignorenulls=True)
+        .over(w)
+        .alias("broker_epoch"),
+        F.last(F.when(is_reg, F.col("metadata_offset")), ignorenulls=True).over(w).alias("registered_at_offset"),
+        F.last(F.when(is_reg, F.col("event_time")), ignorenulls=True).over(w).alias("registered_at_time"),
+        F.last(F.when(is_reg, F.col("event_id")), ignorenulls=True).over(w).alias("registration_event_id"),
+        F.coalesce(F.last(reg_v, ignorenulls=True).over(w), F.lit(True)).alias("registered"),
+        F.last(fenced_v, ignorenulls=True).over(w).alias("fenced"),
+        F.coalesce(F.last(ics_v, ignorenulls=True).over(w), F.lit(False)).alias("in_controlled_shutdown"),
+        "metadata_offset",
+        "commit_offset",
+        F.lead("commit_offset").over(wl).alias("next_commit_offset"),
+        "event_time",
+        "event_id",
+        F.coalesce(F.col("record_type"), et).alias("record_type"),
+        F.lit("kraft").alias("source"),
+    )
+    return out.select(*REGISTRATION_COLUMNS)
+
+
+# ---------------------------------------------------------------------------------------------
+# broker_controller_views
+# ---------------------------------------------------------------------------------------------
+
+CONTROLLER_VIEW_COLUMNS = [
+    "cluster_id",
+    "broker_id",
+    "event_id",
+    "event_type",
+    "topic",
+    "partition",
+    "correlation_id",
+    "controller_id",
+    "controller_epoch",
+    "seen_controller_epoch",
+    "event_time",
+    "_own_time",
+    "file_order",
+    "file_id",
+    "line_number",
+    "sub_index",
+    "prior_max_controller_epoch",
+    "prior_max_event_id",
+    "max_controller_epoch",
+]
+
+
+def broker_controller_views(events: DataFrame, config: CheckConfig) -> DataFrame:
+    """silver.broker_controller_views: per (cluster, broker) the highest CE seen so far.
+
+    ZK brokers raise their known controller epoch to the request's controller epoch on every
+    LeaderAndIsr, StopReplica and UpdateMetadata request they process (ReplicaManager's
+    ``controllerEpoch`` field, §1.5); a refusal line ("Latest known controller epoch is N")
+    states the known CE directly. One row per such event in the broker's own log order:
+      seen_controller_epoch        the CE this event shows the broker knew (request CE, or the
+                                   known CE of a refusal)
+      prior_max_controller_epoch   the highest CE seen strictly before this event (own order)
+      prior_max_event_id           an event that showed that CE (evidence)
+      max_controller_epoch         running max including this event
+    plus the event's identity, request fields and own-order columns (_own_time, file_order,
+    file_id, line_number, sub_index). Only the REQUEST's controller epoch counts, never a
+    partition state's controllerEpoch.
+    """
+    del config
+    seen = F.when(F.col("event_type").isin(*STALE_CONTROLLER_REFUSAL_TYPES), F.col("known_controller_epoch")).otherwise(
+        F.col("controller_epoch")
+    )
+    ev = (
+        with_own_order(events)
+        .where(F.col("event_type").isin(*(CONTROLLER_REQUEST_TYPES + STALE_CONTROLLER_REFUSAL_TYPES)))
+        .where(F.col("broker_id").isNotNull())
+        .withColumn("seen_controller_epoch", seen)
+        .where(F.col("seen_controller_epoch").isNotNull())
+    )
+    key = ["cluster_id", "broker_id"]
+    order = [*own_order(), F.col("event_id")]
+    w_prev = Window.partitionBy(*key).orderBy(*order).rowsBetween(Window.unboundedPreceding, -1)
+    w_incl = Window.partitionBy(*key).orderBy(*order).rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    best = F.max(F.struct(F.col("seen_controller_epoch"), F.col("event_id"))).over(w_prev)
+    ev = ev.withColumn("_best", best)
+    return ev.select(
+        *[
+            c
+            for c in CONTROLLER_VIEW_COLUMNS
+            if c not in ("prior_max_controller_epoch", "prior_max_event_id", "max_controller_epoch")
+        ],
+        F.col("_best.seen_controller_epoch").alias("prior_max_controller_epoch"),
+        F.col("_best.event_id").alias("prior_max_event_id"),
+        F.max("seen_controller_epoch").over(w_incl).alias("max_controller_epoch"),
+    ).select(*CONTROLLER_VIEW_COLUMNS)
+
+
+SILVER_BUILDERS: dict[str, Callable[[DataFrame, CheckConfig], DataFrame]] = {
+    "partition_timeline": partition_timeline,
+    "broker_registrations": broker_registrations,
+    "broker_controller_views": broker_controller_views,
+}
