@@ -17,11 +17,13 @@ Ordering (spec "Ordering and time"):
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from transforms.invariants.base import CheckConfig
+if TYPE_CHECKING:  # a runtime import would cycle: transforms.invariants imports this module
+    from transforms.invariants.base import CheckConfig
 
 # Bronze event types a builder reads (so callers can prune before building).
 KRAFT_PARTITION_TYPES = ("md_partition", "md_partition_change")

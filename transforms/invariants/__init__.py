@@ -7,5 +7,9 @@ protocol rule), add it to INVARIANTS, add its test file and one row in README's 
 from __future__ import annotations
 
 from transforms.invariants.base import Invariant
+from transforms.invariants.stop_replica import stale_controller_epoch_accepted, stale_stop_replica_accepted
 
-INVARIANTS: list[Invariant] = []
+INVARIANTS: list[Invariant] = [
+    Invariant(ids=("stale_stop_replica_accepted",), check=stale_stop_replica_accepted),
+    Invariant(ids=("stale_controller_epoch_accepted",), check=stale_controller_epoch_accepted),
+]
