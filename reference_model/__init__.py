@@ -10,10 +10,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from reference_model import isr_membership as _isr_membership
 from reference_model import stop_replica as _stop_replica
 
 CHECKERS: list[Callable[[list[dict[str, Any]], Any], list[dict[str, Any]]]] = [
     _stop_replica.check,
+    _isr_membership.check,
 ]
 
 

@@ -7,9 +7,12 @@ protocol rule), add it to INVARIANTS, add its test file and one row in README's 
 from __future__ import annotations
 
 from transforms.invariants.base import Invariant
+from transforms.invariants.isr_membership import fenced_replica_in_isr, stale_broker_epoch_isr_join
 from transforms.invariants.stop_replica import stale_controller_epoch_accepted, stale_stop_replica_accepted
 
 INVARIANTS: list[Invariant] = [
     Invariant(ids=("stale_stop_replica_accepted",), check=stale_stop_replica_accepted),
     Invariant(ids=("stale_controller_epoch_accepted",), check=stale_controller_epoch_accepted),
+    Invariant(ids=("stale_broker_epoch_isr_join",), check=stale_broker_epoch_isr_join),
+    Invariant(ids=("fenced_replica_in_isr", "last_replica_fenced_in_isr"), check=fenced_replica_in_isr),
 ]

@@ -1,0 +1,258 @@
+"""stale_broker_epoch_isr_join, fenced_replica_in_isr, last_replica_fenced_in_isr: rules and non-cases.
+
+Each scenario is one cluster; the three checks run once over all of them and each scenario's Spark
+result must equal the reference model's.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from reference_model import isr_membership as model
+from reference_model.model import key_of
+from tests.c1_events import History, to_df
+from transforms.invariants.base import CHECK_COLUMNS, CheckContext
+from transforms.invariants.isr_membership import fenced_replica_in_isr, stale_broker_epoch_isr_join
+from transforms.timelines import SILVER_BUILDERS
+
+SCENARIOS: dict[str, History] = {}
+
+
+def scenario(fn):
+    h = History(fn.__name__)
+    fn(h)
+    SCENARIOS[fn.__name__] = h
+    return fn
+
+
+def base(h: History, isr=(1, 2, 3), bes=(10, 20, 30)) -> None:
+    """Offsets 0-4: brokers 1-3 registered unfenced, topic orders (T1) partition 0 with ``isr``, leader 1."""
+    h.batch(0, 2, t=0)
+    for i, be in enumerate(bes):
+        h.register(i, broker=i + 1, be=be, t=0)
+    h.batch(3, 4, t=1)
+    h.topic(3, t=1)
+    h.partition(4, leader=1, isr=list(isr), replicas=[1, 2, 3], t=1)
+
+
+@scenario
+def fenced_separate_batch(h):
+    base(h)
+    h.batch(5, 5, t=2)
+    h.reg_change(5, broker=3, be=30, fenced=True, t=2)
+    h.batch(6, 6, t=3)
+    h.change(6, isr=[1, 2], t=3)
+
+
+@scenario
+def fence_and_remove_same_batch(h):
+    base(h)
+    h.batch(5, 6, t=2)
+    h.reg_change(5, broker=3, be=30, fenced=True, t=2)
+    h.change(6, isr=[1, 2], t=2)
+
+
+@scenario
+def controlled_shutdown_in_isr(h):
+    base(h)
+    h.batch(5, 5, t=2)
+    h.reg_change(5, broker=2, be=20, ics=True, t=2)
+
+
+@scenario
+def last_replica(h):
+    base(h, isr=(3,))
+    h.batch(5, 5, t=2)
+    h.reg_change(5, broker=3, be=30, fenced=True, t=2)
+
+
+@scenario
+def episode_spans_isr_changes(h):
+    base(h)
+    h.batch(5, 5, t=2)
+    h.reg_change(5, broker=3, be=30, fenced=True, t=2)
+    h.batch(6, 6, t=3)
+    h.change(6, isr=[1, 3], t=3)  # 3 stays in: same episode
+    h.batch(7, 7, t=4)
+    h.change(7, isr=[1], t=4)
+
+
+def _join(h: History, t: float = 21, off: int = 6) -> None:
+    """Broker 3 re-registers (BE 40) at offset 5, t=20; the ISR [1, 2] -> [1, 2, 3] commits at ``off``."""
+    h.batch(5, 5, t=20)
+    h.register(5, broker=3, be=40, t=20)
+    h.batch(off, off, t=t)
+    h.change(off, isr=[1, 2, 3], t=t)  # partition epoch 0 -> 1
+
+
+def _alter(h: History, be3: int) -> None:
+    h.ev("request_alter_partition", 3000, "request", t=21, topic_id="T1", partition=0, partition_epoch=1,
+         isr=[1, 2, 3], isr_broker_epochs=[10, 20, be3], error="NONE", api_version=3)
+
+
+@scenario
+def rule1_epoch_mismatch(h):
+    base(h, isr=(1, 2))
+    _join(h)
+    _alter(h, 30)
+
+
+@scenario
+def rule1_unknown_epoch(h):
+    base(h, isr=(1, 2))
+    _join(h)
+    _alter(h, -1)
+
+
+@scenario
+def rule1_matching_epoch(h):
+    base(h, isr=(1, 2))
+    _join(h)
+    _alter(h, 40)
+
+
+def _fetch(h: History, t: float, offset: int = 100, hw: int = 100, be: int | None = None):
+    h.ev("request_fetch", 1, "request", t=t, topic="orders", partition=0, replica_id=3, offset=offset,
+         high_watermark=hw, broker_epoch=be, api_version=12 if be is None else 15)
+
+
+def _leader_keeps_logging(h: History) -> None:
+    h.ev("request_produce", 1, "request", t=30, topic="orders", partition=0, error="NONE")
+
+
+@scenario
+def rule2_confirmed(h):
+    base(h, isr=(1, 2))
+    _fetch(h, 10)
+    _join(h)
+    _leader_keeps_logging(h)
+
+
+@scenario
+def rule2_suspected(h):
+    base(h, isr=(1, 2))
+    _fetch(h, 19.5)  # 0.5 s before the registration's time on another host: within the skew
+    _join(h)
+    _leader_keeps_logging(h)
+
+
+@scenario
+def rule2_old_epoch_fetch(h):
+    base(h, isr=(1, 2))
+    _fetch(h, 19.9, be=30)  # replicaEpoch names the old incarnation: ordered by epochs, confirmed
+    _join(h)
+    _leader_keeps_logging(h)
+
+
+@scenario
+def rule2_new_incarnation_caught_up(h):
+    base(h, isr=(1, 2))
+    _fetch(h, 10)
+    _fetch(h, 20.2, be=40)
+    _join(h)
+    _leader_keeps_logging(h)
+
+
+@scenario
+def rule2_untagged_fetch_after_skew(h):
+    base(h, isr=(1, 2))
+    _fetch(h, 10)
+    _fetch(h, 20.5, offset=90)  # not caught up
+    _fetch(h, 21.2)  # caught up, > 1 s after the registration: the new incarnation
+    _join(h, t=22)
+    _leader_keeps_logging(h)
+
+
+@scenario
+def rule2_leader_log_stops(h):
+    base(h, isr=(1, 2))
+    _fetch(h, 10)
+    _join(h)
+
+
+@scenario
+def rule2_never_caught_up(h):
+    base(h, isr=(1, 2))
+    _fetch(h, 10, offset=90)
+    _join(h)
+    _leader_keeps_logging(h)
+
+
+@pytest.fixture(scope="module")
+def results(spark):
+    rows = [r for h in SCENARIOS.values() for r in h.rows]
+    events = to_df(spark, rows)
+    ctx = CheckContext(events=events)
+    ctx.silver = {name: fn(events, ctx.config) for name, fn in SILVER_BUILDERS.items()}
+    out = fenced_replica_in_isr(ctx).unionByName(stale_broker_epoch_isr_join(ctx))
+    assert out.columns == CHECK_COLUMNS
+    return [r.asDict() for r in out.collect()], model.check(rows, ctx.config)
+
+
+def _of(results, cluster):
+    spark_rows, model_rows = results
+    s = [r for r in spark_rows if r["cluster_id"] == cluster]
+    m = [r for r in model_rows if r["cluster_id"] == cluster]
+    assert sorted(map(key_of, s)) == sorted(map(key_of, m)), "Spark and the reference model disagree"
+    assert sorted(tuple(r["evidence"]) for r in s) == sorted(tuple(r["evidence"]) for r in m)
+    return s
+
+
+def _id(cluster, event_type, **match):
+    return next(r["event_id"] for r in SCENARIOS[cluster].rows if r["event_type"] == event_type
+                and all(r[k] == v for k, v in match.items()))
+
+
+def test_fenced_replica_in_isr_across_batches(results):
+    (v,) = _of(results, "fenced_separate_batch")
+    assert (v["invariant"], v["severity"], v["broker_id"], v["topic"], v["partition"], v["leader_epoch"]) == (
+        "fenced_replica_in_isr", "error", 3, "orders", 0, 0)
+    assert sorted(v["evidence"]) == sorted([
+        _id("fenced_separate_batch", "md_partition"),
+        _id("fenced_separate_batch", "md_broker_registration_change")])
+    assert "broker 3" in v["explanation"] and "fenced" in v["explanation"]
+
+
+def test_batch_that_fences_and_removes_is_clean(results):
+    assert _of(results, "fence_and_remove_same_batch") == []
+
+
+def test_controlled_shutdown_replica_in_isr(results):
+    (v,) = _of(results, "controlled_shutdown_in_isr")
+    assert (v["invariant"], v["broker_id"]) == ("fenced_replica_in_isr", 2)
+    assert "controlled shutdown" in v["explanation"]
+
+
+def test_last_replica_is_a_warning(results):
+    (v,) = _of(results, "last_replica")
+    assert (v["invariant"], v["severity"], v["broker_id"]) == ("last_replica_fenced_in_isr", "warning", 3)
+
+
+def test_one_row_per_episode(results):
+    got = _of(results, "episode_spans_isr_changes")
+    assert [(v["invariant"], v["broker_id"]) for v in got] == [("fenced_replica_in_isr", 3)]
+
+
+def test_rule1_epoch_mismatch(results):
+    (v,) = _of(results, "rule1_epoch_mismatch")
+    assert (v["invariant"], v["confidence"], v["broker_id"]) == ("stale_broker_epoch_isr_join", "confirmed", 3)
+    assert _id("rule1_epoch_mismatch", "request_alter_partition") in v["evidence"]
+    assert "broker epoch 30" in v["explanation"] and "was 40" in v["explanation"]
+
+
+@pytest.mark.parametrize("cluster", [
+    "rule1_unknown_epoch", "rule1_matching_epoch", "rule2_new_incarnation_caught_up",
+    "rule2_untagged_fetch_after_skew", "rule2_leader_log_stops", "rule2_never_caught_up",
+])
+def test_isr_join_must_not_flag(results, cluster):
+    assert _of(results, cluster) == []
+
+
+@pytest.mark.parametrize(("cluster", "confidence"), [
+    ("rule2_confirmed", "confirmed"), ("rule2_suspected", "suspected"), ("rule2_old_epoch_fetch", "confirmed"),
+])
+def test_rule2_stale_catch_up(results, cluster, confidence):
+    (v,) = _of(results, cluster)
+    assert (v["invariant"], v["confidence"], v["broker_id"]) == ("stale_broker_epoch_isr_join", confidence, 3)
+    assert _id(cluster, "request_fetch") in v["evidence"]
+    assert _id(cluster, "md_register_broker", broker_epoch=40) in v["evidence"]

@@ -1,0 +1,317 @@
+"""KIP-903 ISR membership: stale-incarnation joins and fenced replicas left in the ISR (KRaft).
+
+``stale_broker_epoch_isr_join`` (KAFKA-14139): a replica may join the ISR only on evidence from
+its current broker incarnation. ``fenced_replica_in_isr`` / ``last_replica_fenced_in_isr``: the
+ISR in the state at a commit point must not contain a fenced or shutting-down broker
+(ReplicationControlManager removes it from every ISR in the same batch that fences it).
+All three read the KRaft rows of silver.partition_timeline and silver.broker_registrations,
+whose states hold over commit-point intervals [commit_offset, next_commit_offset).
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+
+from transforms.invariants.base import CHECK_COLUMNS, CheckContext
+from transforms.timelines import broker_registrations, is_no_error, partition_timeline
+
+INF = 2**63 - 1
+
+
+def _silver(ctx: CheckContext) -> tuple[DataFrame, DataFrame]:
+    tl = ctx.silver.get("partition_timeline")
+    if tl is None:
+        tl = partition_timeline(ctx.events, ctx.config)
+    br = ctx.silver.get("broker_registrations")
+    if br is None:
+        br = broker_registrations(ctx.events, ctx.config)
+    return tl.where(F.col("source") == "kraft"), br
+
+
+def _nonempty(prefix: str) -> Column:
+    nxt = F.col(f"{prefix}next_commit_offset")
+    return nxt.isNull() | (nxt > F.col(f"{prefix}commit_offset"))
+
+
+def fenced_replica_in_isr(ctx: CheckContext) -> DataFrame:
+    """KIP-903 / controlled shutdown: a fenced or shutting-down replica in the ISR at a commit point.
+
+    The state at a commit point is the state after the whole batch (or transaction), so a batch
+    that fences a broker and removes it from every ISR is clean. One row per partition and
+    replica episode (a maximal run of commit points in which the replica stays in the ISR while
+    fenced / in controlled shutdown); broker_id = that replica. When the ISR has exactly one
+    member, the row is ``last_replica_fenced_in_isr`` with severity warning (KIP-903 "last
+    replica": a data-loss risk, not a breach).
+    """
+    tl, br = _silver(ctx)
+    p = tl.where(F.col("isr").isNotNull() & _nonempty("")).select(
+        "cluster_id",
+        "topic",
+        "partition",
+        "topic_id",
+        "leader_epoch",
+        "isr",
+        F.size("isr").alias("isr_size"),
+        F.explode("isr").alias("replica"),
+        F.col("commit_offset").alias("p_from"),
+        F.coalesce("next_commit_offset", F.lit(INF)).alias("p_to"),
+        F.col("event_id").alias("p_event_id"),
+        F.col("event_time").alias("p_time"),
+    )
+    b = (
+        br.where((F.col("fenced") == F.lit(True)) | (F.col("in_controlled_shutdown") == F.lit(True)))
+        .where(_nonempty(""))
+        .select(
+            F.col("cluster_id").alias("b_cluster"),
+            F.col("broker_id").alias("replica_b"),
+            "broker_epoch",
+            "fenced",
+            "in_controlled_shutdown",
+            F.col("commit_offset").alias("b_from"),
+            F.coalesce("next_commit_offset", F.lit(INF)).alias("b_to"),
+            F.col("event_id").alias("b_event_id"),
+            F.col("event_time").alias("b_time"),
+        )
+    )
+    o = p.join(
+        b,
+        (F.col("cluster_id") == F.col("b_cluster"))
+        & (F.col("replica") == F.col("replica_b"))
+        & (F.greatest("p_from", "b_from") < F.least("p_to", "b_to")),
+    )
+    o = o.withColumn("s", F.greatest("p_from", "b_from")).withColumn("e", F.least("p_to", "b_to"))
+    o = o.withColumn(
+        "invariant",
+        F.when(F.col("isr_size") == 1, F.lit("last_replica_fenced_in_isr")).otherwise(F.lit("fenced_replica_in_isr")),
+    )
+    key = ["cluster_id", "topic_id", "topic", "partition", "replica", "invariant"]
+    w = Window.partitionBy(*key).orderBy("s")
+    o = o.withColumn("_prev_e", F.max("e").over(w.rowsBetween(Window.unboundedPreceding, -1)))
+    o = o.where(F.col("_prev_e").isNull() | (F.col("s") > F.col("_prev_e")))  # the first overlap of each episode
+    state = F.when(F.col("fenced") == F.lit(True), F.lit("fenced")).otherwise(F.lit("in controlled shutdown"))
+    return o.select(
+        "invariant",
+        F.when(F.col("isr_size") == 1, F.lit("warning")).otherwise(F.lit("error")).alias("severity"),
+        F.lit("confirmed").alias("confidence"),
+        "cluster_id",
+        "topic",
+        "partition",
+        F.col("replica").alias("broker_id"),
+        "leader_epoch",
+        F.lit(None).cast("int").alias("expected_epoch"),
+        F.when(F.col("p_from") >= F.col("b_from"), F.col("p_time")).otherwise(F.col("b_time")).alias("event_time"),
+        F.array_sort(F.array("p_event_id", "b_event_id")).alias("evidence"),
+        F.format_string(
+            "At metadata commit offset %d the ISR %s of %s-%d (leader epoch %s, record %s) contains broker %d, "
+            "which is %s (broker epoch %s) since record %s.",
+            "s",
+            F.array_join(F.col("isr").cast("array<string>"), ","),
+            "topic",
+            "partition",
+            F.coalesce(F.col("leader_epoch").cast("string"), F.lit("?")),
+            "p_event_id",
+            "replica",
+            state,
+            F.coalesce(F.col("broker_epoch").cast("string"), F.lit("?")),
+            "b_event_id",
+        ).alias("explanation"),
+    ).select(*CHECK_COLUMNS)
+
+
+def isr_joins(tl: DataFrame, br: DataFrame) -> DataFrame:
+    """KRaft ISR joins: a committed decision whose ISR adds replica R to the previous state's ISR.
+
+    Adds R's registration state at that commit point (broker epoch, registration time / id).
+    """
+    w = Window.partitionBy("cluster_id", "topic_id", "partition").orderBy("decision_seq")
+    j = tl.withColumn("_prev_isr", F.lag("isr").over(w)).where(
+        F.col("_prev_isr").isNotNull() & F.col("isr").isNotNull()
+    )
+    j = j.select("*", F.explode(F.array_except("isr", "_prev_isr")).alias("replica"))
+    b = br.where(_nonempty("")).select(
+        F.col("cluster_id").alias("b_cluster"),
+        F.col("broker_id").alias("replica_b"),
+        F.col("broker_epoch").alias("registered_be"),
+        "registered_at_time",
+        "registration_event_id",
+        F.col("commit_offset").alias("b_from"),
+        F.coalesce("next_commit_offset", F.lit(INF)).alias("b_to"),
+    )
+    return j.join(
+        b,
+        (F.col("cluster_id") == F.col("b_cluster"))
+        & (F.col("replica") == F.col("replica_b"))
+        & (F.col("b_from") <= F.col("commit_offset"))
+        & (F.col("commit_offset") < F.col("b_to")),
+        "left",
+    ).drop("b_cluster", "replica_b", "b_from", "b_to", "_prev_isr")
+
+
+def stale_broker_epoch_isr_join(ctx: CheckContext) -> DataFrame:
+    """KIP-903 (KAFKA-14139): a replica joined the ISR on evidence from a previous incarnation.
+
+    Rule 1 (epoch mismatch): the AlterPartition the controller accepted for the join (request log,
+    ALTER_PARTITION v3+, partition error NONE, matched by topic id, partition and the response's
+    partition epoch = the partition epoch after the commit) carries in newIsrWithEpochs a broker
+    epoch for R that is not -1 and differs from R's registered broker epoch at the commit point.
+    Rule 2 (stale catch-up): the justifying fetch = R's last fetch to the leader before the commit
+    whose fetch offset >= the response's high watermark. If R registered again after it (a new
+    broker epoch) and no caught-up fetch of the new incarnation (replicaEpoch = the new epoch, or
+    for fetches without it one timed more than max_clock_skew_ms after the registration) lies
+    before the commit, the join is a violation; "suspected" when the fetch and the registration
+    are within the skew tolerance of each other. Rule 2 needs fetch evidence: a caught-up fetch
+    of R for the partition on the leader's request log, and that log must keep logging (a
+    request after the commit). One row per join (rule 1 preferred); broker_id = R.
+    """
+    tl, br = _silver(ctx)
+    joins = isr_joins(tl, br).withColumn("_join_id", F.col("event_id"))
+    skew_s = ctx.config.max_clock_skew_ms / 1000.0
+
+    # ---- rule 1
+    ap = ctx.events.where(
+        (F.col("event_type") == "request_alter_partition")
+        & is_no_error(F.col("error"))
+        & (F.col("api_version") >= 3)
+        & F.col("isr_broker_epochs").isNotNull()
+    ).select(
+        F.col("cluster_id").alias("a_cluster"),
+        F.col("topic_id").alias("a_topic_id"),
+        F.col("partition").alias("a_partition"),
+        F.col("partition_epoch").alias("a_pe"),
+        F.col("isr").alias("a_isr"),
+        "isr_broker_epochs",
+        F.col("event_id").alias("a_event_id"),
+    )
+    r1 = joins.join(
+        ap,
+        (F.col("cluster_id") == F.col("a_cluster"))
+        & (F.col("topic_id") == F.col("a_topic_id"))
+        & (F.col("partition") == F.col("a_partition"))
+        & (F.col("partition_epoch") == F.col("a_pe")),
+    )
+    req_be = F.element_at("isr_broker_epochs", F.array_position("a_isr", F.col("replica")).cast("int"))
+    r1 = r1.where(F.array_contains("a_isr", F.col("replica"))).withColumn("_req_be", req_be)
+    r1 = r1.where(
+        (F.col("_req_be") != -1) & F.col("registered_be").isNotNull() & (F.col("_req_be") != F.col("registered_be"))
+    ).select(
+        "*",
+        F.lit(1).alias("_rule"),
+        F.lit("confirmed").alias("_conf"),
+        F.array("event_id", "a_event_id", "registration_event_id").alias("_ev"),
+        F.format_string(
+            "Broker %d joined the ISR of %s-%d at metadata offset %d (partition epoch %d) through AlterPartition %s "
+            "carrying broker epoch %d, but its registered broker epoch at that commit was %d.",
+            "replica",
+            "topic",
+            "partition",
+            "metadata_offset",
+            "partition_epoch",
+            "a_event_id",
+            "_req_be",
+            "registered_be",
+        ).alias("_expl"),
+    )
+
+    # ---- rule 2
+    fetch = ctx.events.where(
+        (F.col("event_type") == "request_fetch")
+        & F.col("offset").isNotNull()
+        & F.col("high_watermark").isNotNull()
+        & (F.col("offset") >= F.col("high_watermark"))
+    ).select(
+        F.col("cluster_id").alias("f_cluster"),
+        F.col("broker_id").alias("f_leader"),
+        F.col("replica_id").alias("f_replica"),
+        F.col("topic").alias("f_topic"),
+        F.col("topic_id").alias("f_topic_id"),
+        F.col("partition").alias("f_partition"),
+        F.col("broker_epoch").alias("f_be"),
+        F.col("event_time").alias("f_time"),
+        F.col("event_id").alias("f_event_id"),
+    )
+    cand = joins.where(F.col("registered_at_time").isNotNull() & F.col("event_time").isNotNull())
+    jf = cand.join(
+        fetch,
+        (F.col("cluster_id") == F.col("f_cluster"))
+        & (F.col("leader") == F.col("f_leader"))
+        & (F.col("replica") == F.col("f_replica"))
+        & (F.col("partition") == F.col("f_partition"))
+        & ((F.col("topic_id") == F.col("f_topic_id")) | (F.col("topic") == F.col("f_topic")))
+        & (F.col("f_time") <= F.col("event_time")),
+    )
+    treg = F.col("registered_at_time")
+    new_inc = (F.col("f_be") == F.col("registered_be")) | (
+        F.col("f_be").isNull() & (F.col("f_time") > treg + F.expr(f"make_interval(0,0,0,0,0,0,{skew_s})"))
+    )
+    agg = jf.groupBy("_join_id", "replica").agg(
+        F.max(F.struct("f_time", "f_event_id", "f_be")).alias("_F"),
+        F.max(F.coalesce(new_inc, F.lit(False)).cast("int")).alias("_has_new"),
+    )
+    leader_logs = (
+        ctx.events.where(F.col("log_kind") == "request")
+        .groupBy(F.col("cluster_id").alias("l_cluster"), F.col("broker_id").alias("l_broker"))
+        .agg(F.max("event_time").alias("l_last"))
+    )
+    r2 = (
+        cand.join(agg, ["_join_id", "replica"])
+        .where(F.col("_has_new") == 0)
+        .join(
+            F.broadcast(leader_logs),
+            (F.col("cluster_id") == F.col("l_cluster")) & (F.col("leader") == F.col("l_broker")),
+        )
+        .where(F.col("l_last") > F.col("event_time"))
+    )
+    ftime, fbe = F.col("_F.f_time"), F.col("_F.f_be")
+    skew = F.expr(f"make_interval(0,0,0,0,0,0,{skew_s})")
+    confirmed = (fbe.isNotNull() & (fbe != F.col("registered_be"))) | (fbe.isNull() & (ftime < treg - skew))
+    r2 = r2.select(
+        "*",
+        F.lit(2).alias("_rule"),
+        F.when(confirmed, F.lit("confirmed")).otherwise(F.lit("suspected")).alias("_conf"),
+        F.array("event_id", "_F.f_event_id", "registration_event_id").alias("_ev"),
+        F.format_string(
+            "Broker %d joined the ISR of %s-%d at metadata offset %d (leader %d), but its last caught-up fetch %s "
+            "(replica epoch %s) predates its registration %s with broker epoch %d, and no caught-up fetch of that "
+            "incarnation came before the commit.",
+            "replica",
+            "topic",
+            "partition",
+            "metadata_offset",
+            "leader",
+            "_F.f_event_id",
+            F.coalesce(fbe.cast("string"), F.lit("unknown")),
+            "registration_event_id",
+            "registered_be",
+        ).alias("_expl"),
+    )
+    cols = [
+        "cluster_id",
+        "topic",
+        "partition",
+        "replica",
+        "leader_epoch",
+        "event_time",
+        "_join_id",
+        "_rule",
+        "_conf",
+        "_ev",
+        "_expl",
+    ]
+    both = r1.select(*cols).unionByName(r2.select(*cols))
+    w = Window.partitionBy("cluster_id", "_join_id", "replica").orderBy("_rule")
+    both = both.withColumn("_rn", F.row_number().over(w)).where("_rn = 1")
+    return both.select(
+        F.lit("stale_broker_epoch_isr_join").alias("invariant"),
+        F.lit("error").alias("severity"),
+        F.col("_conf").alias("confidence"),
+        "cluster_id",
+        "topic",
+        "partition",
+        F.col("replica").alias("broker_id"),
+        "leader_epoch",
+        F.lit(None).cast("int").alias("expected_epoch"),
+        "event_time",
+        F.array_sort(F.array_distinct(F.filter("_ev", lambda x: x.isNotNull()))).alias("evidence"),
+        F.col("_expl").alias("explanation"),
+    ).select(*CHECK_COLUMNS)
