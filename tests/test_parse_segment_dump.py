@@ -209,6 +209,22 @@ def test_content_beats_name():
     assert detect_file_kind("leader-epoch-checkpoint", "0\n3\n0 0\n4 seventeen\n") == "leader-epoch-checkpoint"
 
 
+def test_metadata_dump_run_inside_its_directory():
+    # ``Dumping 00000000000000000000.log`` (no __cluster_metadata in the path): the raft control
+    # batch that opens every metadata log, or a decoded payload, still tells it apart.
+    head = (
+        "Dumping 00000000000000000000.log\n"
+        "Log starting offset: 0\n"
+        "baseOffset: 0 lastOffset: 0 count: 1 baseSequence: -1 lastSequence: -1 producerId: -1 producerEpoch: -1 "
+        "partitionLeaderEpoch: 1 isTransactional: false isControl: true deleteHorizonMs: OptionalLong.empty "
+        "position: 0 CreateTime: 1709629933900 size: 80 magic: 2 compresscodec: none crc: 3114220127 isvalid: true\n"
+        "| offset: 0 CreateTime: 1709629933900 keySize: 4 valueSize: 11 sequence: -1 headerKeys: [] "
+        "controlType: LEADER_CHANGE(2)\n"
+    )
+    assert detect_file_kind("meta.txt", head) == "metadata-dump"
+    assert detect_file_kind("meta.txt", head.replace("controlType: LEADER_CHANGE(2)", "")) == "segment-dump"
+
+
 def test_ordinary_logs_are_none():
     log = "[2024-03-05 09:00:00,000] INFO [Broker id=1] Handling LeaderAndIsr request (state.change.logger)\n"
     assert detect_file_kind("state-change.log", log) is None

@@ -53,8 +53,13 @@ _OFFSET_CHECKPOINT_NAMES: tuple[tuple[str, str], ...] = (
 _DUMPING_RE = re.compile(r"^Dumping (.+)$", re.M)
 _BATCH_RE = re.compile(r"^baseOffset: -?\d+ lastOffset: -?\d+ count: ", re.M)
 _LEGACY_BATCH_RE = re.compile(r"^offset: -?\d+ position: \d+ \w+: -?\d+ size: \d+ magic: [01] ", re.M)
-# Metadata-log markers: decoded payloads, snapshot headers (§3.2).
-_METADATA_PAYLOAD_RE = re.compile(r'payload: \{"type":"[A-Z_]+","version":\d+,"data":')
+# Metadata-log markers: decoded payloads, snapshot headers, and the raft-only control records
+# (LEADER_CHANGE, snapshot header/footer, KRaft version/voters) that only a Raft log holds (§3.2).
+_METADATA_PAYLOAD_RE = re.compile(
+    r'payload: \{"type":"[A-Z_]+","version":\d+,"data":'
+    r"| controlType: LEADER_CHANGE\(2\)| (?:SnapshotHeader|SnapshotFooter|KRaftVersion|KRaftVoters) \{"
+    r"| LeaderChange: \{"
+)
 _METADATA_HEADER_RE = re.compile(r"^(?:Snapshot end offset: -?\d+, epoch: -?\d+|KRaft bootstrap snapshot)$", re.M)
 _PARTITION_METADATA_RE = re.compile(r"\Aversion:\s+\d+\r?\ntopic_id:\s+\S+")
 _INT_RE = re.compile(r"^-?\d+$")
