@@ -186,7 +186,9 @@ def _ship(cfg: SimConfig, out: Path, rng: random.Random, counts: dict[str, int])
             shutil.copyfile(f, dst)
             dup_files.append(str(dst.relative_to(out)))
     # a rotated file of another host arrives late (next collection run): moved, not copied
-    cand = sorted(p for p in (root / hosts[-1]).glob("server.log.*") if p.is_file())
+    cand = sorted(p for h in hosts for p in (root / h).glob("server.log.*") if p.is_file())
+    if not cand:  # short runs have no rotated log: a periodic checkpoint copy arrives late instead
+        cand = sorted(p for h in hosts for p in (root / h).glob("data/replication-offset-checkpoint.*"))
     if cand:
         f = cand[len(cand) // 2]
         dst = out / "late" / f.relative_to(out)
