@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from transforms.invariants.base import Invariant
 from transforms.invariants.isr_membership import fenced_replica_in_isr, stale_broker_epoch_isr_join
+from transforms.invariants.leadership import INVARIANTS_C2_LEADERSHIP
+from transforms.invariants.offsets import INVARIANTS_C2_OFFSETS
 from transforms.invariants.stop_replica import stale_controller_epoch_accepted, stale_stop_replica_accepted
 
 INVARIANTS: list[Invariant] = [
@@ -15,4 +17,6 @@ INVARIANTS: list[Invariant] = [
     Invariant(ids=("stale_controller_epoch_accepted",), check=stale_controller_epoch_accepted),
     Invariant(ids=("stale_broker_epoch_isr_join",), check=stale_broker_epoch_isr_join),
     Invariant(ids=("fenced_replica_in_isr", "last_replica_fenced_in_isr"), check=fenced_replica_in_isr),
+    *INVARIANTS_C2_LEADERSHIP,
+    *INVARIANTS_C2_OFFSETS,
 ]
