@@ -23,6 +23,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--faults", default="default",
                         help=f"default | none | comma list of id[:rate per hour, default {DEFAULT_RATE}] "
                              f"from: {', '.join(FAULTS)}")
+    parser.add_argument("--cluster-id", default="prod-eu1", help="cluster id (the cluster=<id> folder)")
     parser.add_argument("--strimzi", action="store_true", help="Strimzi log line pattern")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
@@ -32,7 +33,7 @@ def run(args: argparse.Namespace) -> int:
     manifest = simulate(args.out, args.seed, mode=args.mode, kafka_version=args.kafka_version,
                         brokers=args.brokers, partitions=args.partitions, hours=args.hours,
                         produce_rate=args.produce_rate, faults=args.faults, strimzi=args.strimzi,
-                        progress=not args.no_progress)
+                        progress=not args.no_progress, cluster_id=args.cluster_id)
     print(json.dumps({"out": str(args.out), "truth_count": manifest["truth_count"],
                       "truth_by_invariant": manifest["truth_by_invariant"]}))
     return 0

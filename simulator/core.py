@@ -210,6 +210,7 @@ def simulate(
     faults: str = "default",
     strimzi: bool = False,
     progress: bool = True,
+    cluster_id: str = "prod-eu1",
 ) -> dict[str, Any]:
     """Simulate a cluster and write its logs, ``truth.jsonl`` and ``manifest.json`` under ``out_dir``.
 
@@ -218,5 +219,5 @@ def simulate(
     """
     cfg = SimConfig(out_dir=Path(out_dir), seed=seed, mode=mode, kafka_version=kafka_version, brokers=brokers,
                     partitions=partitions, hours=hours, produce_rate=produce_rate, faults=faults,
-                    strimzi=strimzi, progress=progress)
+                    strimzi=strimzi, progress=progress, cluster_id=cluster_id)
     return simulate_config(cfg)
