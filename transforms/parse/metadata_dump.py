@@ -37,6 +37,7 @@ from transforms.parse.segment_dump import (
     DUMPING,
     PROVENANCE,
     batch_columns,
+    batch_map,
     clean_text,
     control_marker,
     drop_null_values,
@@ -136,8 +137,11 @@ def parse_metadata_dump(lines: DataFrame) -> DataFrame:
 
     order = Window.partitionBy("file_id").orderBy("line_number")
     upto = order.rowsBetween(Window.unboundedPreceding, Window.currentRow)
-    b = batch_columns(t)
-    batch_ok = is_batch & t.rlike(BATCH_V2)
+    # Staged once per line (Spark does not re-inline a non-cheap expression used many times).
+    rows = rows.withColumn("_bok", is_batch & t.rlike(BATCH_V2))
+    batch_ok = F.col("_bok")
+    rows = rows.withColumn("_m", F.when(batch_ok, batch_map(t)))
+    b = batch_columns(F.col("_m"))
 
     def batch_struct(present: Column) -> Column:
         def f(c: Column) -> Column:
@@ -171,8 +175,8 @@ def parse_metadata_dump(lines: DataFrame) -> DataFrame:
 
 def _batch_events(rows: DataFrame) -> DataFrame:
     t = F.col("text")
-    ok = t.rlike(BATCH_V2)
-    b = batch_columns(t)
+    ok = F.col("_bok")
+    b = batch_columns(F.col("_m"))
     details = F.map_concat(b["_details"], F.create_map(F.lit("dump_path"), F.col("_dump_path")))
     is_control = F.when(ok, b["is_control"])
     return rows.select(
@@ -201,12 +205,21 @@ def _batch_events(rows: DataFrame) -> DataFrame:
 
 def _record_events(rows: DataFrame) -> DataFrame:
     t = F.col("text")
-    has_meta = t.rlike(RECORD)
-    rec_offset = F.when(has_meta, F.regexp_extract(t, RECORD, 1).cast("long"))
-    rec_ts_type = F.regexp_extract(t, RECORD, 2)
-    rec_ts = F.when(has_meta & (rec_ts_type == "CreateTime"), F.regexp_extract(t, RECORD, 3).cast("long"))
-    has_payload = t.contains(" payload: ")
-    payload = F.when(has_payload, F.regexp_extract(t, PAYLOAD, 1))
+    # Staged once per line: the record-metadata prefix (one regex split), then the payload JSON.
+    rows = (
+        rows.withColumn("_head", F.when(t.rlike(RECORD), F.split(t, " ", 7)))
+        .withColumn("_payload", F.when(t.contains(" payload: "), F.regexp_extract(t, PAYLOAD, 1)))
+    )
+    has_meta = F.col("_head").isNotNull()
+    head = F.col("_head")
+    # ``| offset: <o> <tsType>: <ts> keySize: ..`` split on spaces: [|, offset:, o, tsType:, ts, ...]
+    # (``|offset:`` without the space shifts by one; the reference prints the space).
+    shift = F.when(head[0] == "|", F.lit(0)).otherwise(F.lit(-1))
+    rec_offset = F.when(has_meta, F.element_at(head, shift + 3).cast("long"))
+    rec_ts_type = F.element_at(head, shift + 4)
+    rec_ts = F.when(has_meta & (rec_ts_type == "CreateTime:"), F.element_at(head, shift + 5).cast("long"))
+    payload = F.col("_payload")
+    has_payload = payload.isNotNull()
     parsed = F.from_json(payload, PAYLOAD_SCHEMA)
 
     bt = F.col("_batch")

@@ -78,8 +78,41 @@ def topic_partition_from_dir(directory: Column) -> tuple[Column, Column, Column]
     return topic, partition, state
 
 
+def dir_struct(directory: Column) -> Column:
+    """struct(topic, partition, state) of a partition directory (fields null when it is not one)."""
+    topic, partition, state = topic_partition_from_dir(directory)
+    return F.struct(topic.alias("topic"), partition.alias("partition"), state.alias("state"))
+
+
+def dump_section(text: Column) -> Column:
+    """struct(path, segment, topic, partition, state) of a ``Dumping <path>`` line."""
+    path = F.regexp_extract(text, DUMPING, 1)
+    tp = dir_struct(parent_dir(path))
+    return F.struct(
+        path.alias("path"),
+        F.regexp_extract(path, r"([^/\\]+)$", 1).alias("segment"),
+        tp["topic"].alias("topic"),
+        tp["partition"].alias("partition"),
+        tp["state"].alias("state"),
+    )
+
+
 def control_marker(text: Column) -> Column:
-    """The control type a control-record line names (COMMIT, ABORT, LEADER_CHANGE, SNAPSHOT_HEADER...)."""
+    """The control type a control-record line names (COMMIT, ABORT, LEADER_CHANGE, SNAPSHOT_HEADER...).
+
+    Cheap ``contains`` tests keep the regexes off ordinary record lines.
+    """
+    maybe = (
+        text.contains("endTxnMarker: ")
+        | text.contains("controlType: ")
+        | text.contains("Snapshot")
+        | text.contains("KRaftV")
+        | text.contains("LeaderChange: ")
+    )
+    return F.when(maybe, _control_marker(text))
+
+
+def _control_marker(text: Column) -> Column:
     label = F.regexp_extract(text, CONTROL_MARKER, 3)
     printed = (
         F.when(label == "SnapshotHeader", "SNAPSHOT_HEADER")
@@ -95,74 +128,56 @@ def control_marker(text: Column) -> Column:
     )
 
 
-def batch_columns(text: Column) -> dict[str, Column]:
-    """Typed fields of a magic >= 2 batch line (null when ``text`` is not one)."""
+# Batch lines are ``key: value`` pairs with space-free values: one split into a map per line is far
+# cheaper than one regex group extraction per field (dumps run to 10^7 lines).
+_PAIR_DELIM = r" (?=[A-Za-z]+: )"
+_TS_TYPES = ("CreateTime", "LogAppendTime", "NoTimestampType")
 
-    def g(i: int) -> Column:
-        return F.regexp_extract(text, BATCH_V2, i)
 
-    ts_type = g(13)
-    ts = g(14).cast("long")
-    horizon = g(11)
+def batch_map(text: Column) -> Column:
+    """``key -> value`` of a batch line. Only call on lines that matched BATCH_V2 / BATCH_LEGACY
+    (their keys are unique; a duplicate key would fail the map)."""
+    return F.str_to_map(text, F.lit(_PAIR_DELIM), F.lit(": "))
+
+
+def batch_columns(m: Column) -> dict[str, Column]:
+    """Typed fields of a batch line from its :func:`batch_map` (magic >= 2 or legacy magic 0/1).
+
+    Legacy lines only know their last offset (``offset: <lastOffset>``): no base offset, no leader
+    epoch, no producer.
+    """
+    ts_type = F.coalesce(*[F.when(m[k].isNotNull(), F.lit(k)) for k in _TS_TYPES])
+    ts_raw = F.coalesce(*[m[k] for k in _TS_TYPES])
+    ts = ts_raw.cast("long")
+    horizon = m["deleteHorizonMs"]
+    is_v2 = m["baseOffset"].isNotNull()
     return {
-        "offset": g(1).cast("long"),
-        "last_offset": g(2).cast("long"),
-        "leader_epoch": g(8).cast("int"),
-        "producer_id": g(6).cast("long"),
-        "producer_epoch": g(7).cast("int"),
-        "is_transactional": g(9) == "true",
-        "is_control": g(10) == "true",
+        "offset": m["baseOffset"].cast("long"),
+        "last_offset": F.coalesce(m["lastOffset"], m["offset"]).cast("long"),
+        "leader_epoch": m["partitionLeaderEpoch"].cast("int"),
+        "producer_id": m["producerId"].cast("long"),
+        "producer_epoch": m["producerEpoch"].cast("int"),
+        "is_transactional": F.coalesce(m["isTransactional"] == "true", F.lit(False)),
+        "is_control": F.coalesce(m["isControl"] == "true", F.lit(False)),
         "create_time_ms": F.when(ts_type == "CreateTime", ts),
         "_ts": F.when((ts_type != "NoTimestampType") & (ts >= 0), ts),
         "_details": F.create_map(
-            F.lit("count"), g(3),
-            F.lit("base_sequence"), g(4),
-            F.lit("last_sequence"), g(5),
+            F.lit("count"), m["count"],
+            F.lit("base_sequence"), m["baseSequence"],
+            F.lit("last_sequence"), m["lastSequence"],
             F.lit("timestamp_type"), ts_type,
-            F.lit("max_timestamp"), g(14),
-            F.lit("position"), g(12),
-            F.lit("size"), g(15),
-            F.lit("magic"), g(16),
-            F.lit("compresscodec"), g(17),
-            F.lit("crc"), g(18),
-            F.lit("isvalid"), g(19),
+            F.lit("max_timestamp"), ts_raw,
+            F.lit("position"), m["position"],
+            F.lit("size"), m["size"],
+            F.lit("magic"), m["magic"],
+            F.lit("compresscodec"), m["compresscodec"],
+            F.lit("crc"), m["crc"],
+            F.lit("isvalid"), m["isvalid"],
             F.lit("delete_horizon_ms"),
             F.when(horizon.startswith("OptionalLong["), F.regexp_extract(horizon, r"\[(-?\d+)\]", 1)),
         ),
-        # deleteHorizonMs is printed from 3.2.0 on (reference §4.1).
-        "kafka_version_hint": F.when(horizon != "", F.lit("3.2+")).otherwise(F.lit("2.6-3.1")),
-    }
-
-
-def legacy_batch_columns(text: Column) -> dict[str, Column]:
-    """Typed fields of a magic 0/1 batch line: only the last offset is known."""
-
-    def g(i: int) -> Column:
-        return F.regexp_extract(text, BATCH_LEGACY, i)
-
-    ts_type = g(3)
-    ts = g(4).cast("long")
-    return {
-        "offset": F.lit(None).cast("long"),
-        "last_offset": g(1).cast("long"),
-        "leader_epoch": F.lit(None).cast("int"),
-        "producer_id": F.lit(None).cast("long"),
-        "producer_epoch": F.lit(None).cast("int"),
-        "is_transactional": F.lit(False),
-        "is_control": F.lit(False),
-        "create_time_ms": F.when(ts_type == "CreateTime", ts),
-        "_ts": F.when((ts_type != "NoTimestampType") & (ts >= 0), ts),
-        "_details": F.create_map(
-            F.lit("timestamp_type"), ts_type,
-            F.lit("max_timestamp"), g(4),
-            F.lit("position"), g(2),
-            F.lit("size"), g(5),
-            F.lit("magic"), g(6),
-            F.lit("compresscodec"), g(7),
-            F.lit("crc"), g(8),
-            F.lit("isvalid"), g(9),
-        ),
-        "kafka_version_hint": F.lit(None).cast("string"),
+        # deleteHorizonMs is printed from 3.2.0 on (reference §4.1); legacy lines cannot tell.
+        "kafka_version_hint": F.when(is_v2, F.when(horizon.isNotNull(), F.lit("3.2+")).otherwise(F.lit("2.6-3.1"))),
     }
 
 
@@ -196,7 +211,8 @@ def parse_segment_dump(lines: DataFrame) -> DataFrame:
     upto = order.rowsBetween(Window.unboundedPreceding, Window.currentRow)
     rows = (
         rows.withColumn("_kind", F.when(is_dumping, "dumping").when(is_marker, "marker").otherwise("batch"))
-        .withColumn("_dump_path", F.last(F.when(is_dumping, F.regexp_extract(t, DUMPING, 1)), True).over(upto))
+        # The section (path, topic-partition) is parsed once on its Dumping line and carried down.
+        .withColumn("_section", F.last(F.when(is_dumping, dump_section(t)), True).over(upto))
         # A control batch's single record line follows it directly among the narrowed rows: any
         # later batch would put its own batch line in between.
         .withColumn("_next_marker", F.lead(F.when(is_marker, control_marker(t)), 1).over(order))
@@ -208,40 +224,45 @@ def parse_segment_dump(lines: DataFrame) -> DataFrame:
 def _batch_events(rows: DataFrame, event_type: str) -> DataFrame:
     """Batch lines (with ``_dump_path`` / ``_next_marker``) -> events, malformed where unparseable."""
     t = F.col("text")
-    v2_ok = t.rlike(BATCH_V2)
-    legacy_ok = t.rlike(BATCH_LEGACY)
-    v2, legacy = batch_columns(t), legacy_batch_columns(t)
+    # Staged columns: Spark keeps a non-cheap expression used many times computed once.
+    rows = rows.withColumn("_ok", t.rlike(BATCH_V2) | t.rlike(BATCH_LEGACY))
+    ok = F.col("_ok")
+    rows = rows.withColumn("_m", F.when(ok, batch_map(t)))
+    b = batch_columns(F.col("_m"))
 
     def pick(name: str) -> Column:
-        return F.when(v2_ok, v2[name]).when(legacy_ok, legacy[name])
+        return F.when(ok, b[name])
 
-    dump_path = F.col("_dump_path")
-    segment_dir = parent_dir(dump_path)
+    sec = F.col("_section")
     # The dump was run inside the partition directory (``Dumping 0000.log``): fall back to the
     # directory the collected file sits in, when that is a partition directory.
-    path_dir = parent_dir(F.col("source_file"))
-    d_topic, d_part, d_state = topic_partition_from_dir(segment_dir)
-    p_topic, p_part, p_state = topic_partition_from_dir(path_dir)
-    from_dump = d_topic.isNotNull()
-    ok = v2_ok | legacy_ok
+    from_file = dir_struct(parent_dir(F.col("source_file")))
+    rows = rows.withColumn(
+        "_tp",
+        F.when(
+            sec["topic"].isNotNull(),
+            F.struct(sec["topic"].alias("topic"), sec["partition"].alias("partition"), sec["state"].alias("state"),
+                     F.lit("dumping").alias("source")),
+        ).otherwise(from_file.withField("source", F.lit("file_path"))),
+    )
+    tp = F.col("_tp")
     details = F.map_concat(
-        pick("_details"),
+        b["_details"],
         F.create_map(
-            F.lit("segment"), F.regexp_extract(dump_path, r"([^/\\]+)$", 1),
-            F.lit("dump_path"), dump_path,
-            F.lit("dir_state"), F.when(from_dump, d_state).otherwise(p_state),
-            F.lit("topic_partition_from"),
-            F.when(from_dump, F.lit("dumping")).when(p_topic.isNotNull(), F.lit("file_path")),
+            F.lit("segment"), sec["segment"],
+            F.lit("dump_path"), sec["path"],
+            F.lit("dir_state"), tp["state"],
+            F.lit("topic_partition_from"), F.when(tp["topic"].isNotNull(), tp["source"]),
         ),
     )
     is_control = pick("is_control")
-    out = rows.select(
+    return rows.select(
         *PROVENANCE,
         F.lit(0).alias("sub_index"),
         F.when(ok, F.lit(event_type)).otherwise(F.lit(MALFORMED)).alias("event_type"),
         F.col("host_id").alias("broker_id"),
-        F.when(ok, F.when(from_dump, d_topic).otherwise(p_topic)).alias("topic"),
-        F.when(ok, F.when(from_dump, d_part).otherwise(p_part)).alias("partition"),
+        F.when(ok, tp["topic"]).alias("topic"),
+        F.when(ok, tp["partition"]).alias("partition"),
         F.timestamp_millis(pick("_ts")).alias("event_time"),
         pick("offset").alias("offset"),
         pick("last_offset").alias("last_offset"),
@@ -258,4 +279,3 @@ def _batch_events(rows: DataFrame, event_type: str) -> DataFrame:
         .alias("details"),
         t.alias("raw"),
     )
-    return out
