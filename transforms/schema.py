@@ -194,6 +194,9 @@ EVENT_TYPES: dict[str, str] = {
     "controller_alter_partition_rejected": "ZK/KRaft controller rejecting an AlterPartition (reason in details)",
     "controller_isr_updated": "ZK: ISR for partition <tp> updated to ...; KRaft: Node N has altered ISR",
     "controller_failover": "controller elected / resigned / epoch change lines",
+    "controller_partition_diff": "KRaft '[UNCLEAN ]partition change for <tp>: <key>: old -> new, ...' "
+    "(new leader/LE/PE/ISR; prev_leader_epoch = old LE; details.unclean)",
+    "controller_fencing_broker": "KRaft 'Fencing broker N because its session has timed out.' (decision, fenced=true)",
     # --- ISR, leader side (§2) ---
     "isr_shrink": "Shrinking ISR from A to B",
     "isr_expand": "Expanding ISR from A to B (2.6/2.7) or Submitting/Enqueued pending expand",
@@ -249,4 +252,10 @@ EVENT_TYPES: dict[str, str] = {
     "rp_started_raft": "Started raft ... term: N",
     "rp_leadership_notification": "leadership change notification (node, term)",
     "rp_truncate": "truncation / log suffix removal",
+    "rp_vote_refused": "voter: not granting vote to node N (priority / already heard from the leader)",
+    "rp_vote_failed": "candidate: vote failed (larger term received, longer log elsewhere, no majority...)",
+    "rp_election_started": "v24.2+ starting pre-vote leader election / pre-vote phase success (current term)",
+    "rp_leadership_transfer": "Starting leadership transfer from A to B in term N",
+    "rp_leader_config_failed": "unable to replicate configuration as a leader (after becoming the leader)",
+    "rp_partition_leader_updated": "cluster partition_leaders_table: updated partition ntp leader: {term, leader}",
 }
