@@ -1,0 +1,1 @@
+"""Static assets (template, CSS, JS) inlined into the run report."""

@@ -1,0 +1,214 @@
+"""Expectation suites on a small hand-made lake: clean passes; corrupted bronze/silver fails with keys.
+
+One lake, two validation runs through the CLI (the second after corrupting bronze and silver), so
+the test also covers gold/validation_results, the Data Docs site and exit code 3.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+from pyspark.sql import SparkSession
+from pyspark.sql.types import (
+    ArrayType,
+    BooleanType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
+
+from jobs.storage import DeltaRsStorage
+from transforms.invariants.base import CHECK_SCHEMA
+from transforms.schema import EVENT_COLUMNS, EVENT_SCHEMA
+
+T0 = datetime(2024, 3, 5, 10, 0, 0)
+
+
+def _t(seconds: int) -> datetime:
+    return T0.replace(second=seconds % 60, minute=seconds // 60)
+
+
+def event(event_id: str, event_type: str, seconds: int, **typed) -> tuple:
+    """One bronze event row in EVENT_SCHEMA order (unset columns are null)."""
+    row = {c: None for c in EVENT_COLUMNS}
+    row.update(
+        event_id=event_id,
+        event_type=event_type,
+        cluster_id="c1",
+        host_id=typed.get("broker_id", 1),
+        event_time=_t(seconds),
+        source_file="cluster=c1/broker-1/state-change.log",
+        file_id="f1",
+        file_order=99999999999999,
+        line_number=seconds + 1,
+        sub_index=0,
+        log_kind="state-change",
+        raw=f"[2024-03-05 10:00:{seconds:02d}] {event_type} <script>alert('x')</script> line {event_id}",
+    )
+    row.update(typed)
+    return tuple(row[c] for c in EVENT_COLUMNS)
+
+
+EVENTS = [
+    event("e1", "md_partition", 1, topic="orders", partition=0, leader=1, leader_epoch=1, partition_epoch=1,
+          isr=[1, 2], replicas=[1, 2], metadata_offset=10),
+    event("e2", "md_partition_change", 2, topic="orders", partition=0, leader=2, leader_epoch=2, partition_epoch=2,
+          isr=[1, 2], metadata_offset=11),
+    event("e3", "become_leader", 3, broker_id=2, topic="orders", partition=0, leader_epoch=2),
+    event("e4", "md_register_broker", 4, broker_id=1, broker_epoch=10, metadata_offset=5),
+    event("e5", "md_register_broker", 5, broker_id=1, broker_epoch=20, metadata_offset=20),
+    event("e6", "stop_replica_received", 6, broker_id=1, topic="orders", partition=0, leader_epoch=1,
+          controller_epoch=3),
+    event("e7", "stop_replica_fenced", 7, broker_id=2, topic="orders", partition=1, leader_epoch=-1,
+          current_leader_epoch=-2),
+]
+
+ACCOUNTING_SCHEMA = StructType(
+    [StructField("run_id", StringType()), StructField("file_id", StringType()), StructField("source_file", StringType()),
+     StructField("start_line", LongType()), StructField("lines_read", LongType()), StructField("parsed", LongType()),
+     StructField("irrelevant", LongType()), StructField("malformed", LongType())]
+)
+ACCOUNTING = [("ingest-1", "f1", "cluster=c1/broker-1/state-change.log", 1, 1000, 7, 993, 0),
+              ("ingest-1", "f2", "cluster=c1/broker-2/server.log", 1, 200, 0, 199, 1)]
+
+TIMELINE_SCHEMA = StructType(
+    [StructField("cluster_id", StringType()), StructField("topic", StringType()), StructField("partition", IntegerType()),
+     StructField("topic_id", StringType()), StructField("decision_seq", LongType()), StructField("source", StringType()),
+     StructField("leader", IntegerType()), StructField("leader_epoch", IntegerType()),
+     StructField("partition_epoch", IntegerType()), StructField("isr", ArrayType(IntegerType())),
+     StructField("replicas", ArrayType(IntegerType())), StructField("event_time", TimestampType()),
+     StructField("metadata_offset", LongType()), StructField("controller_id", IntegerType()),
+     StructField("controller_epoch", IntegerType()), StructField("event_id", StringType()),
+     StructField("commit_offset", LongType()), StructField("next_commit_offset", LongType()),
+     StructField("is_leader_change", BooleanType())]
+)
+
+
+def decision(topic: str, part: int, seq: int, leader: int, le: int, pe: int, isr: list[int], eid: str) -> tuple:
+    return ("c1", topic, part, "tid-" + topic, seq, "kraft", leader, le, pe, isr, [1, 2, 3], _t(seq), seq, 3000, 1,
+            eid, seq, None, None)
+
+
+TIMELINE = [
+    decision("orders", 0, 10, 1, 1, 1, [1, 2], "e1"),
+    decision("orders", 0, 11, 2, 2, 2, [1, 2], "e2"),
+    decision("orders", 0, 12, 2, 2, 3, [2], "t3"),
+    decision("orders", 0, 13, 1, 3, 4, [1, 2], "t4"),
+    decision("orders", 1, 10, 3, 5, 7, [3], "t5"),
+    decision("orders", 1, 11, 2, 6, 8, [2, 3], "t6"),
+]
+
+REG_SCHEMA = StructType(
+    [StructField("cluster_id", StringType()), StructField("broker_id", IntegerType()),
+     StructField("broker_epoch", LongType()), StructField("registered_at_offset", LongType()),
+     StructField("registration_event_id", StringType()), StructField("fenced", BooleanType()),
+     StructField("metadata_offset", LongType()), StructField("commit_offset", LongType()),
+     StructField("next_commit_offset", LongType()), StructField("event_id", StringType())]
+)
+REGISTRATIONS = [("c1", 1, 10, 5, "e4", True, 5, 5, 8, "e4"), ("c1", 1, 10, 5, "e4", False, 8, 8, 20, "r8"),
+                 ("c1", 1, 20, 20, "e5", True, 20, 20, None, "e5")]
+
+VIOLATION_SCHEMA = StructType(
+    [StructField("run_id", StringType()), StructField("violation_id", StringType()), *CHECK_SCHEMA.fields]
+)
+VIOLATIONS = [
+    ("ingest-1", "v1", "stale_stop_replica_accepted", "error", "confirmed", "c1", "orders", 0, 1, 1, 2, _t(6),
+     ["e6", "e3"], "Broker 1 accepted a StopReplica for orders-0 at LE 1 while holding LE 2 <b>not bold</b>."),
+    ("ingest-1", "v2", "last_replica_fenced_in_isr", "warning", "confirmed", "c1", "orders", 1, 2, 6, None, _t(7),
+     ["e7"], "Broker 2 stayed alone in the ISR of orders-1 while fenced."),
+]
+
+
+def build_lake(spark: SparkSession, lake: Path) -> DeltaRsStorage:
+    """A small consistent lake: bronze, silver, gold tables written through DeltaRsStorage."""
+    storage = DeltaRsStorage(spark, str(lake))
+    storage.overwrite("bronze/events", spark.createDataFrame(EVENTS, EVENT_SCHEMA))
+    storage.overwrite("bronze/ingest_accounting", spark.createDataFrame(ACCOUNTING, ACCOUNTING_SCHEMA))
+    storage.overwrite("silver/partition_timeline", spark.createDataFrame(TIMELINE, TIMELINE_SCHEMA))
+    storage.overwrite("silver/broker_registrations", spark.createDataFrame(REGISTRATIONS, REG_SCHEMA))
+    storage.overwrite("gold/violations", spark.createDataFrame(VIOLATIONS, VIOLATION_SCHEMA))
+    return storage
+
+
+def _results(storage: DeltaRsStorage, run_id: str) -> dict[str, dict]:
+    rows = storage.read("gold/validation_results").where(f"run_id = '{run_id}'").collect()
+    return {f"{r['table']}::{r['expectation']}": r.asDict() for r in rows}
+
+
+def _keys(row: dict) -> list[dict]:
+    return [json.loads(s) for s in row["unexpected_sample"]]
+
+
+@pytest.fixture(scope="module")
+def validated(spark, tmp_path_factory):
+    """(storage, clean results, corrupted results, exit codes) of two CLI validate runs."""
+    from jobs.cli import main
+
+    lake = tmp_path_factory.mktemp("lake")
+    storage = build_lake(spark, lake)
+    clean_code = main(["validate", "--lake", str(lake), "--run-id", "clean-1"])
+    clean = _results(storage, "clean-1")
+
+    # Corrupt: an unknown event type, an epoch of -5, an accounting row that does not reconcile
+    # (and lifts the quarantine rate over 0.01), a timeline decision whose LE drops (not reported in gold).
+    storage.append("bronze/events", spark.createDataFrame(
+        [event("bad-type", "bogus_type", 30), event("bad-epoch", "become_leader", 31, topic="orders", partition=0,
+                                                     leader_epoch=-5)], EVENT_SCHEMA))
+    storage.append("bronze/ingest_accounting", spark.createDataFrame(
+        [("ingest-2", "bad-file", "cluster=c1/broker-3/server.log", 1, 100, 3, 3, 50)], ACCOUNTING_SCHEMA))
+    storage.append("silver/partition_timeline", spark.createDataFrame(
+        [decision("orders", 1, 12, 3, 4, 9, [3], "t-drop")], TIMELINE_SCHEMA))
+    bad_code = main(["validate", "--lake", str(lake), "--run-id", "corrupt-2"])
+    return storage, clean, _results(storage, "corrupt-2"), clean_code, bad_code, lake
+
+
+def test_clean_lake_passes_and_writes_results_and_docs(validated):
+    storage, clean, _, clean_code, _, lake = validated
+    assert clean_code == 0
+    failed = {k: (r["unexpected_sample"], r["note"]) for k, r in clean.items() if r["status"] != "passed"}
+    assert failed == {}
+    # every layer ran, with the rules the issue names
+    for key in ("bronze/events::expect_column_values_to_be_in_set(event_type)",
+                "bronze/events::epochs_at_least_minus_2", "bronze/events::event_time_in_window",
+                "bronze/ingest_accounting::accounting_reconciles",
+                "bronze/ingest_accounting::quarantine_rate_under_threshold",
+                "silver/partition_timeline::leader_epoch_increases", "silver/partition_timeline::partition_epoch_increases",
+                "silver/partition_timeline::one_leader_per_epoch", "silver/broker_registrations::broker_epoch_increases",
+                "silver/broker_registrations::state_intervals_do_not_overlap",
+                "gold/violations::expect_column_values_to_be_in_set(invariant)",
+                "gold/violations::evidence_exists_in_bronze"):
+        assert clean[key]["success"] is True, key
+        assert clean[key]["critical"] is True
+    docs = lake / "reports" / "data_docs" / "index.html"
+    assert docs.is_file() and "bronze.events" in docs.read_text()
+
+
+def test_corrupted_bronze_fails_the_right_expectations_with_keys(validated):
+    _, clean, bad, _, bad_code, _ = validated
+    assert bad_code == 3
+    failed = {k for k, r in bad.items() if r["status"] == "failed"}
+    assert failed == {
+        "bronze/events::expect_column_values_to_be_in_set(event_type)",
+        "bronze/events::epochs_at_least_minus_2",
+        "bronze/ingest_accounting::accounting_reconciles",
+        "bronze/ingest_accounting::quarantine_rate_under_threshold",
+        "silver/partition_timeline::leader_epoch_increases",
+    }
+    in_set = bad["bronze/events::expect_column_values_to_be_in_set(event_type)"]
+    assert in_set["unexpected_count"] == 1
+    assert _keys(in_set) == [{"event_id": "bad-type", "event_type": "bogus_type"}]
+    epochs = bad["bronze/events::epochs_at_least_minus_2"]
+    assert epochs["unexpected_count"] == 1
+    assert _keys(epochs) == [{"event_id": "bad-epoch", "column_name": "leader_epoch", "value": "-5"}]
+    acct = bad["bronze/ingest_accounting::accounting_reconciles"]
+    assert [k["file_id"] for k in _keys(acct)] == ["bad-file"] and acct["unexpected_count"] == 1
+    rate = _keys(bad["bronze/ingest_accounting::quarantine_rate_under_threshold"])
+    assert rate == [{"malformed": "51", "lines_read": "1300", "quarantine_rate": "0.039231"}]
+    le = _keys(bad["silver/partition_timeline::leader_epoch_increases"])
+    assert [(k["event_id"], k["prev_leader_epoch"], k["leader_epoch"]) for k in le] == [("t-drop", "6", "4")]
