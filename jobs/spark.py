@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
+from pathlib import Path
 from typing import Any
 
 from pyspark.sql import SparkSession
@@ -22,8 +23,9 @@ LOCAL_DEFAULTS: dict[str, str] = {
     "spark.sql.execution.arrow.pyspark.enabled": "true",
     "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
     "spark.sql.sources.partitionOverwriteMode": "dynamic",
-    "spark.driver.extraJavaOptions": "-Dlog4j2.level=warn",
 }
+
+LOG4J2_CONF = Path(__file__).resolve().parent.parent / "conf" / "log4j2.properties"
 
 
 def get_spark(
@@ -48,6 +50,8 @@ def get_spark(
         conf = dict(LOCAL_DEFAULTS)
         conf["spark.driver.memory"] = driver_memory
         conf["spark.pyspark.python"] = sys.executable
+        if LOG4J2_CONF.is_file():
+            conf["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile={LOG4J2_CONF.as_uri()}"
         conf.update({k: str(v) for k, v in (extra_conf or {}).items()})
         for key, value in conf.items():
             builder = builder.config(key, value)

@@ -132,7 +132,7 @@ def group_records(lines: DataFrame, source_time_zone: str = "UTC") -> tuple[Data
         "record_line",
         F.max(F.when(F.col("line_format").isNotNull(), F.col("line_number"))).over(by_file),
     )
-    line_status = numbered.select("file_id", "line_number", "record_line", "line_format", "inner")
+    line_status = numbered.select("file_id", "line_number", "record_line", "line_format")
     continuation = (
         numbered.where(F.col("line_format").isNull() & F.col("record_line").isNotNull())
         .groupBy("file_id", "record_line")

@@ -1,0 +1,184 @@
+"""``epoch-audit`` command line.
+
+Exit codes: 0 = ran, nothing wrong found; 3 = ran, and found violations of severity error or
+failed critical expectations; 2 = bad usage, config or input path (one line on stderr);
+1 = internal failure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+import time
+import uuid
+from typing import Any
+
+EXIT_OK, EXIT_INTERNAL, EXIT_USAGE, EXIT_FOUND = 0, 1, 2, 3
+
+log = logging.getLogger("epoch_audit")
+
+
+class UsageError(ValueError):
+    """Bad command-line usage."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, exit 2
+        raise UsageError(message)
+
+
+def _common(p: argparse.ArgumentParser, needs_input: bool = False) -> None:
+    p.add_argument("--lake", required=True, help="lake directory (Delta tables live under it)")
+    p.add_argument("--conf", default=None, help="YAML config file (default: conf/local.yaml)")
+    p.add_argument("--profile", default="local", help="profile in conf/ when --conf is not given")
+    p.add_argument("--run-id", default=None, help="run id (default: generated)")
+    p.add_argument("--json", action="store_true", help="print a one-object JSON summary on stdout")
+    p.add_argument("--debug", action="store_true", help="show tracebacks and Spark logs")
+    if needs_input:
+        p.add_argument("--input", action="append", required=True, help="input file or directory (repeatable)")
+        p.add_argument("--cluster-id", default=None, help="cluster id when no cluster=<id> path segment names it")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="epoch-audit", description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    run = sub.add_parser("run", help="the whole pipeline: ingest, timelines, check, validate, report")
+    _common(run, needs_input=True)
+    ingest = sub.add_parser("ingest", help="raw files → bronze tables")
+    _common(ingest, needs_input=True)
+    for name, text in (
+        ("timelines", "bronze → silver timelines"),
+        ("check", "silver → gold violations"),
+        ("validate", "expectation suites on every layer"),
+        ("report", "HTML run report"),
+    ):
+        _common(sub.add_parser(name, help=text))
+    simulate = sub.add_parser("simulate", help="write a simulated cluster's logs with injected faults")
+    try:
+        from simulator.cli import add_arguments
+
+        add_arguments(simulate)
+    except ImportError:
+        simulate.set_defaults(simulator_missing=True)
+    return parser
+
+
+def _setup_logging(debug: bool) -> None:
+    from rich.logging import RichHandler
+
+    handler = RichHandler(show_path=False, markup=False, rich_tracebacks=debug)
+    logging.basicConfig(level=logging.DEBUG if debug else logging.INFO, handlers=[handler], format="%(message)s")
+    for noisy in ("py4j", "pyspark", "great_expectations", "urllib3", "deltalake"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
+def _run_pipeline(args: argparse.Namespace, stages: list[str]) -> tuple[int, dict[str, Any]]:
+    from jobs.config import load_config
+    from jobs.pipeline import run_checks, run_timelines
+    from jobs.spark import get_spark
+    from jobs.storage import open_storage
+
+    config = load_config(args.conf, args.profile)
+    if getattr(args, "cluster_id", None):
+        config.ingest.cluster_id = args.cluster_id
+    run_id = args.run_id or time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-" + uuid.uuid4().hex[:6]
+    if getattr(args, "input", None):
+        from jobs.ingest import discover
+
+        discover(args.input)  # bad paths fail here, before Spark starts
+    spark = get_spark(config.spark.master, config.spark.driver_memory, config.spark.conf)
+    storage = open_storage(spark, args.lake, config.storage.engine)
+    summary: dict[str, Any] = {"run_id": run_id, "lake": args.lake, "engine": storage.engine, "stages": {}}
+    exit_code = EXIT_OK
+    for stage in stages:
+        started = time.monotonic()
+        if stage == "ingest":
+            from jobs.ingest import ingest
+
+            result = ingest(spark, storage, args.input, config, run_id)
+            detail: dict[str, Any] = {"status": "ran", **result.to_dict()}
+            log.info(
+                "ingest: %d files (%d read), %d lines = %d parsed + %d irrelevant + %d malformed",
+                result.files_seen, result.files_read, result.lines_read, result.parsed,
+                result.irrelevant, result.malformed,
+            )
+        elif stage == "timelines":
+            res = run_timelines(spark, storage, config)
+            detail = {"status": res.status, **res.detail}
+        elif stage == "check":
+            res, _ = run_checks(spark, storage, config, run_id)
+            detail = {"status": res.status, **res.detail}
+            errors = sum(v["count"] for v in res.detail.get("violations", []) if v["severity"] == "error")
+            if errors:
+                exit_code = EXIT_FOUND
+            for v in res.detail.get("violations", []):
+                log.info("violation %s (%s, %s): %d", v["invariant"], v["severity"], v["confidence"], v["count"])
+        elif stage == "validate":
+            from jobs.validate import run_validation
+
+            res = run_validation(spark, storage, config, run_id)
+            detail = {"status": res.status, **res.detail}
+            if res.detail.get("critical_failures"):
+                exit_code = EXIT_FOUND
+        elif stage == "report":
+            from jobs.report import run_report
+
+            res = run_report(spark, storage, config, run_id)
+            detail = {"status": res.status, **res.detail}
+        else:
+            detail = {"status": "skipped", "reason": f"stage {stage} is not in this build yet"}
+        if detail["status"] == "skipped":
+            log.warning("stage %s skipped: %s", stage, detail.get("reason"))
+        detail["seconds"] = round(time.monotonic() - started, 3)
+        summary["stages"][stage] = detail
+    summary["exit_code"] = exit_code
+    return exit_code, summary
+
+
+STAGES = {
+    "run": ["ingest", "timelines", "check", "validate", "report"],
+    "ingest": ["ingest"],
+    "timelines": ["timelines"],
+    "check": ["check"],
+    "validate": ["validate"],
+    "report": ["report"],
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    from jobs.config import ConfigError
+    from jobs.ingest import InputError
+    from jobs.storage import StorageError
+
+    debug = "--debug" in (argv if argv is not None else sys.argv[1:])
+    try:
+        args = build_parser().parse_args(argv)
+        _setup_logging(args.debug)
+        if args.command == "simulate":
+            if getattr(args, "simulator_missing", False):
+                raise UsageError("the simulator is not in this build")
+            from simulator.cli import run as run_simulator
+
+            return run_simulator(args)
+        code, summary = _run_pipeline(args, STAGES[args.command])
+        if args.json:
+            print(json.dumps(summary, sort_keys=True, default=str))
+        return code
+    except (UsageError, ConfigError, InputError, StorageError) as err:
+        print(f"epoch-audit: error: {err}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("epoch-audit: interrupted", file=sys.stderr)
+        return EXIT_INTERNAL
+    except Exception as err:  # one line unless --debug
+        if debug:
+            raise
+        first = str(err).strip().splitlines()[0] if str(err).strip() else ""
+        print(f"epoch-audit: internal error: {type(err).__name__}: {first[:300]}", file=sys.stderr)
+        return EXIT_INTERNAL
+
+
+if __name__ == "__main__":
+    sys.exit(main())

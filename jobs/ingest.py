@@ -1,0 +1,575 @@
+"""Ingest: raw collected files -> bronze events, quarantine and per-file line accounting.
+
+Driver side (small): walk the inputs, name each file (cluster, host, log stream, rotation order,
+format), and decide what is new by comparing with ``bronze/ingest_files`` (one row per file
+identity: how many bytes and lines of it were consumed, and the hash of those bytes).
+
+Executor side (big): read the new bytes of each file into lines (``mapInArrow``, one task per
+file), frame log records and parse them with the JVM (Spark SQL regex/JSON functions), and count
+every line as parsed, irrelevant or malformed.
+
+Identity and idempotence. A file's identity is (cluster, host, log name, its first line): the same
+bytes shipped twice, a live file that grew, and that live file after rotation (``state-change.log``
+→ ``state-change.log.2024-03-05-09``) all have one identity, so their lines get the same event ids
+and only bytes never consumed before are read. Writes are upserts on deterministic ids, and the
+file table is written last: a run killed half-way leaves nothing the re-run would duplicate.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import gzip
+import hashlib
+import logging
+import os
+import re
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import (
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+)
+
+from jobs.config import AppConfig
+from jobs.storage import LakeStorage
+from transforms.accounting import file_accounting, line_status_for_files, line_status_for_logs
+from transforms.parse import MALFORMED
+from transforms.parse.dispatch import parse_file_lines, parse_records
+from transforms.parse.file_kinds import base_file_name, copy_time, detect_file_kind
+from transforms.records import frame_log_lines
+
+log = logging.getLogger(__name__)
+
+EVENTS_TABLE = "bronze/events"
+QUARANTINE_TABLE = "quarantine/lines"
+FILES_TABLE = "bronze/ingest_files"
+ACCOUNTING_TABLE = "bronze/ingest_accounting"
+
+LIVE_ORDER = 99_999_999_999_999  # a live file sorts after every rotated copy of its stream
+HEAD_BYTES = 4096
+EXCLUDED_NAMES = ("truth.jsonl", "manifest.json", "*.md", ".*", "_SUCCESS", "*.crc")
+
+_ROTATION = re.compile(
+    r"^(?P<base>.+?)\.(?P<suffix>\d{4}-\d{2}-\d{2}(?:-\d{2}(?:-\d{2})?)?|\d{1,4})$"
+)
+
+
+class InputError(ValueError):
+    """A bad input path: reported as one line, exit code 2."""
+
+
+@dataclass(frozen=True)
+class InputFile:
+    """One collected file as the driver sees it (a row of the file plan)."""
+
+    source_file: str
+    file_name: str
+    cluster_id: str
+    host_id: int | None
+    stream: str  # log name without rotation / copy suffix and .gz
+    log_kind: str
+    file_order: int
+    compressed: bool
+    size_bytes: int  # decompressed
+    content_sha256: str
+    file_id: str
+
+
+@dataclass(frozen=True)
+class ReadTask:
+    """Which bytes of a file to read this run."""
+
+    file_id: str
+    source_file: str
+    file_name: str
+    cluster_id: str
+    host_id: int | None
+    file_order: int
+    log_kind: str
+    compressed: bool
+    start_byte: int
+    start_line: int  # line number of the first line read (1-based)
+    end_byte: int  # read up to here: bytes appended after planning wait for the next run
+
+
+# --- driver side: discovery and naming ----------------------------------------------------------
+
+
+def discover(inputs: list[str]) -> list[Path]:
+    """Every regular file under ``inputs`` (sorted), skipping lake and simulator side files."""
+    found: list[Path] = []
+    for raw in inputs:
+        path = Path(raw)
+        if not path.exists():
+            raise InputError(f"input path not found: {raw}")
+        if not os.access(path, os.R_OK):
+            raise InputError(f"input path not readable: {raw}")
+        candidates = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
+        for candidate in candidates:
+            parts = candidate.relative_to(path).parts if candidate != path else (candidate.name,)
+            if any(part == "_delta_log" or part.startswith(".") for part in parts[:-1]):
+                continue
+            if any(fnmatch.fnmatch(candidate.name, pattern) for pattern in EXCLUDED_NAMES):
+                continue
+            found.append(candidate)
+    return sorted(set(found))
+
+
+def _open(path: Path, compressed: bool):
+    return gzip.open(path, "rb") if compressed else open(path, "rb")
+
+
+def _is_gzip(path: Path) -> bool:
+    with open(path, "rb") as fh:
+        return fh.read(2) == b"\x1f\x8b"
+
+
+def _hash_and_head(path: Path, compressed: bool) -> tuple[str, int, bytes]:
+    digest = hashlib.sha256()
+    size = 0
+    head = b""
+    try:
+        with _open(path, compressed) as fh:
+            while chunk := fh.read(1 << 20):
+                if len(head) < HEAD_BYTES:
+                    head += chunk[: HEAD_BYTES - len(head)]
+                digest.update(chunk)
+                size += len(chunk)
+    except (OSError, EOFError) as err:  # truncated gzip: keep what decompressed
+        log.warning("%s: read stopped early (%s)", path, err)
+    return digest.hexdigest(), size, head
+
+
+def _prefix_sha(path: Path, compressed: bool, length: int) -> str:
+    digest = hashlib.sha256()
+    remaining = length
+    with _open(path, compressed) as fh:
+        while remaining > 0 and (chunk := fh.read(min(1 << 20, remaining))):
+            digest.update(chunk)
+            remaining -= len(chunk)
+    return digest.hexdigest()
+
+
+def _rotation(name: str) -> tuple[str, int]:
+    """(stream name, order) from a rotated/copied file name; live files sort last."""
+    copied = copy_time(name)
+    if copied is not None:
+        return base_file_name(name), int(copied.strftime("%Y%m%d%H%M%S"))
+    bare = name[:-3] if name.endswith(".gz") else name
+    match = _ROTATION.match(bare)
+    if match and not bare.endswith((".log", ".txt")):
+        suffix = match["suffix"]
+        if "-" in suffix:
+            digits = suffix.replace("-", "")
+            return match["base"], int(digits.ljust(14, "0"))
+        # log4j RollingFileAppender: .1 is the newest rotated file, higher numbers are older.
+        return match["base"], -int(suffix)
+    return bare, LIVE_ORDER
+
+
+def _log_kind(stream: str, head: str) -> str:
+    from transforms.records import SEASTAR_START
+
+    name = stream.lower()
+    for marker, kind in (
+        ("state-change", "state-change"),
+        ("controller", "controller"),
+        ("kafka-request", "request"),
+        ("request", "request"),
+        ("server", "server"),
+        ("redpanda", "redpanda"),
+    ):
+        if marker in name:
+            return kind
+    first_lines = head.splitlines()[:20]
+    if any(re.search(SEASTAR_START.lstrip("^"), line) for line in first_lines):
+        return "redpanda"
+    return "log"
+
+
+def describe(path: Path, config: AppConfig) -> InputFile:
+    """Name one file: cluster, host, stream, order, format, content hash and identity."""
+    posix = path.as_posix()
+    cluster_match = re.search(config.ingest.cluster_pattern, posix)
+    cluster_id = cluster_match.group(1) if cluster_match else config.ingest.cluster_id
+    if not cluster_id:
+        cluster_id = "default"
+    # The innermost host segment names the host (a retry folder may sit above it).
+    host_matches = list(re.finditer(config.ingest.host_pattern, posix))
+    host_id = int(host_matches[-1].group(1)) if host_matches else None
+    compressed = _is_gzip(path)
+    content_sha, size, head = _hash_and_head(path, compressed)
+    head_text = head.decode("utf-8", errors="replace")
+    name = path.name
+    stream, order = _rotation(name)
+    kind = detect_file_kind(name, head_text) or _log_kind(stream, head_text)
+    first_line = head.split(b"\n", 1)[0]
+    identity = "|".join([cluster_id, str(host_id), stream, hashlib.sha256(first_line).hexdigest()])
+    if kind not in ("state-change", "controller", "server", "request", "redpanda", "log"):
+        # File-level formats are rewritten wholesale (checkpoints, dumps): every copy is its own
+        # evidence, identified by its name and content.
+        identity = "|".join([cluster_id, str(host_id), name, content_sha])
+    return InputFile(
+        source_file=posix,
+        file_name=name,
+        cluster_id=cluster_id,
+        host_id=host_id,
+        stream=stream,
+        log_kind=kind,
+        file_order=order,
+        compressed=compressed,
+        size_bytes=size,
+        content_sha256=content_sha,
+        file_id=hashlib.sha256(identity.encode()).hexdigest(),
+    )
+
+
+@dataclass
+class FilePlan:
+    """What this run reads, and what it skips and why."""
+
+    tasks: list[ReadTask]
+    files: list[InputFile]
+    skipped: list[tuple[InputFile, str]]  # (file, reason: unchanged | duplicate)
+
+
+def plan_reads(files: list[InputFile], consumed: dict[str, dict]) -> FilePlan:
+    """Decide which bytes of which file to read, given what earlier runs consumed per identity."""
+    tasks: list[ReadTask] = []
+    skipped: list[tuple[InputFile, str]] = []
+    by_identity: dict[str, list[InputFile]] = {}
+    for f in files:
+        by_identity.setdefault(f.file_id, []).append(f)
+    for file_id in sorted(by_identity):
+        copies = sorted(by_identity[file_id], key=lambda f: (-f.size_bytes, f.source_file))
+        chosen = copies[0]  # the longest copy holds every other copy's bytes
+        for dup in copies[1:]:
+            skipped.append((dup, "duplicate"))
+        before = consumed.get(file_id)
+        start_byte, start_line = 0, 1
+        if before is not None:
+            same_prefix = before["consumed_bytes"] <= chosen.size_bytes and _prefix_sha(
+                Path(chosen.source_file), chosen.compressed, before["consumed_bytes"]
+            ) == before["prefix_sha256"]
+            if same_prefix and before["consumed_bytes"] == chosen.size_bytes:
+                skipped.append((chosen, "unchanged"))
+                continue
+            if same_prefix:
+                start_byte, start_line = before["consumed_bytes"], before["consumed_lines"] + 1
+            else:
+                log.warning("%s: content differs from what was ingested for it before", chosen.source_file)
+                skipped.append((chosen, "conflicting"))
+                continue
+        tasks.append(
+            ReadTask(
+                file_id=file_id,
+                source_file=chosen.source_file,
+                file_name=chosen.file_name,
+                cluster_id=chosen.cluster_id,
+                host_id=chosen.host_id,
+                file_order=chosen.file_order,
+                log_kind=chosen.log_kind,
+                compressed=chosen.compressed,
+                start_byte=start_byte,
+                start_line=start_line,
+                end_byte=chosen.size_bytes,
+            )
+        )
+    return FilePlan(tasks=tasks, files=files, skipped=skipped)
+
+
+# --- executor side: bytes -> lines ---------------------------------------------------------------
+
+TASK_SCHEMA = StructType(
+    [
+        StructField("file_id", StringType()),
+        StructField("source_file", StringType()),
+        StructField("file_name", StringType()),
+        StructField("cluster_id", StringType()),
+        StructField("host_id", IntegerType()),
+        StructField("file_order", LongType()),
+        StructField("log_kind", StringType()),
+        StructField("compressed", StringType()),
+        StructField("start_byte", LongType()),
+        StructField("start_line", LongType()),
+        StructField("end_byte", LongType()),
+        StructField("max_line_chars", LongType()),
+        StructField("batch_lines", LongType()),
+    ]
+)
+
+LINES_SCHEMA = StructType(
+    [
+        StructField("file_id", StringType()),
+        StructField("source_file", StringType()),
+        StructField("file_name", StringType()),
+        StructField("cluster_id", StringType()),
+        StructField("host_id", IntegerType()),
+        StructField("file_order", LongType()),
+        StructField("log_kind", StringType()),
+        StructField("line_number", LongType()),
+        StructField("text", StringType()),
+        StructField("line_chars", LongType()),
+    ]
+)
+
+
+def _read_lines(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """mapInArrow body: read each task's bytes and emit its lines as Arrow batches.
+
+    Decoding is UTF-8 with replacement (counted later by the U+FFFD marker); a line longer than
+    ``max_line_chars`` is cut there (and later quarantined), so one 10 MB line cannot blow up the
+    regex stage.
+    """
+    arrow_schema = pa.schema(
+        [
+            ("file_id", pa.string()), ("source_file", pa.string()), ("file_name", pa.string()),
+            ("cluster_id", pa.string()), ("host_id", pa.int32()), ("file_order", pa.int64()),
+            ("log_kind", pa.string()), ("line_number", pa.int64()), ("text", pa.large_string()),
+            ("line_chars", pa.int64()),
+        ]
+    )
+    for batch in batches:
+        for task in batch.to_pylist():
+            compressed = task["compressed"] == "true"
+            opener = gzip.open if compressed else open
+            try:
+                with opener(task["source_file"], "rb") as fh:
+                    fh.seek(task["start_byte"])
+                    data = fh.read(task["end_byte"] - task["start_byte"])
+            except (OSError, EOFError):
+                data = b""
+            if not data:
+                continue
+            text = data.decode("utf-8", errors="replace")
+            lines = text.split("\n")
+            if lines and lines[-1] == "":
+                lines.pop()  # the final newline ends the last line; it does not start one
+            limit = task["max_line_chars"]
+            step = task["batch_lines"]
+            for start in range(0, len(lines), step):
+                chunk = lines[start : start + step]
+                lengths = pa.array([len(s) for s in chunk], pa.int64())
+                texts = pa.array([s if len(s) <= limit else s[:limit] for s in chunk], pa.large_string())
+                n = len(chunk)
+                first = task["start_line"] + start
+                yield pa.RecordBatch.from_arrays(
+                    [
+                        pa.array([task["file_id"]] * n, pa.string()),
+                        pa.array([task["source_file"]] * n, pa.string()),
+                        pa.array([task["file_name"]] * n, pa.string()),
+                        pa.array([task["cluster_id"]] * n, pa.string()),
+                        pa.array([task["host_id"]] * n, pa.int32()),
+                        pa.array([task["file_order"]] * n, pa.int64()),
+                        pa.array([task["log_kind"]] * n, pa.string()),
+                        pc.add(pa.array(range(n), pa.int64()), first),
+                        texts,
+                        lengths,
+                    ],
+                    schema=arrow_schema,
+                )
+
+
+def read_lines(spark: SparkSession, tasks: list[ReadTask], config: AppConfig) -> DataFrame:
+    """One row per physical line of every task's new bytes."""
+    rows = [
+        (
+            t.file_id, t.source_file, t.file_name, t.cluster_id, t.host_id, t.file_order, t.log_kind,
+            "true" if t.compressed else "false", t.start_byte, t.start_line, t.end_byte,
+            config.ingest.max_line_chars, config.ingest.batch_lines,
+        )
+        for t in tasks
+    ]
+    task_df = spark.createDataFrame(rows, TASK_SCHEMA)
+    task_df = task_df.repartition(max(1, min(len(rows), 64)), "file_id")
+    return task_df.mapInArrow(_read_lines, LINES_SCHEMA)
+
+
+# --- the stage ----------------------------------------------------------------------------------
+
+LOG_KINDS = ("state-change", "controller", "server", "request", "redpanda", "log")
+
+
+@dataclass
+class IngestResult:
+    files_seen: int
+    files_read: int
+    files_skipped: dict[str, int]
+    lines_read: int
+    parsed: int
+    irrelevant: int
+    malformed: int
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _consumed(storage: LakeStorage) -> dict[str, dict]:
+    if not storage.exists(FILES_TABLE):
+        return {}
+    rows = storage.read(FILES_TABLE).select("file_id", "consumed_bytes", "consumed_lines", "prefix_sha256")
+    return {r["file_id"]: r.asDict() for r in rows.collect()}  # one row per file: small
+
+
+def parse_lines(lines: DataFrame, source_time_zone: str) -> DataFrame:
+    """lines -> every parser's output in the bronze schema (``__malformed__`` rows included)."""
+    is_log = F.col("log_kind").isin(*LOG_KINDS)
+    records, _ = frame_log_lines(lines.where(is_log & ~_unparseable()), source_time_zone)
+    record_events = parse_records(records)
+    file_events = parse_file_lines(lines.where(~is_log & ~_unparseable()))
+    return record_events.unionByName(file_events)
+
+
+def line_statuses(lines: DataFrame, parsed: DataFrame, source_time_zone: str) -> DataFrame:
+    """Every line's status (parsed | irrelevant | malformed) from the parse outcomes."""
+    is_log = F.col("log_kind").isin(*LOG_KINDS)
+    log_lines = lines.where(is_log)
+    _, framing = frame_log_lines(log_lines.where(~_unparseable()), source_time_zone)
+    outcomes = parsed.select("file_id", "line_number", "event_type", "details")
+    return line_status_for_logs(log_lines, framing, outcomes).unionByName(
+        line_status_for_files(lines.where(~is_log), outcomes)
+    )
+
+
+def _unparseable() -> Column:
+    """Lines no parser should see: cut at max_line_chars, or binary."""
+    return (F.col("line_chars") > F.length("text")) | (F.instr("text", "\u0000") > 0)
+
+
+def ingest(
+    spark: SparkSession, storage: LakeStorage, inputs: list[str], config: AppConfig, run_id: str
+) -> IngestResult:
+    """Read what is new under ``inputs`` into bronze; return the line accounting."""
+    paths = discover(inputs)
+    files = [describe(p, config) for p in paths]
+    plan = plan_reads(files, _consumed(storage))
+    skipped_counts: dict[str, int] = {}
+    for _, reason in plan.skipped:
+        skipped_counts[reason] = skipped_counts.get(reason, 0) + 1
+    log.info("ingest: %d files, %d to read, skipped %s", len(files), len(plan.tasks), skipped_counts)
+    if not plan.tasks:
+        return IngestResult(len(files), 0, skipped_counts, 0, 0, 0, 0)
+
+    # Stage each step's output once as Parquet: the parser plan is planned and run exactly once,
+    # and nothing depends on cache() (unavailable on serverless).
+    staging = f"{storage.lake.rstrip('/')}/_staging/{run_id}"
+    read_lines(spark, plan.tasks, config).write.mode("overwrite").parquet(f"{staging}/lines")
+    lines = spark.read.parquet(f"{staging}/lines")
+    parse_lines(lines, config.ingest.source_time_zone).write.mode("overwrite").parquet(f"{staging}/parsed")
+    parsed = spark.read.parquet(f"{staging}/parsed")
+    line_statuses(lines, parsed, config.ingest.source_time_zone).write.mode("overwrite").parquet(
+        f"{staging}/status"
+    )
+    status = spark.read.parquet(f"{staging}/status")
+
+    storage.upsert(EVENTS_TABLE, parsed.where(F.col("event_type") != MALFORMED), ["event_id"])
+    quarantine = status.where(F.col("status") == "malformed").select(
+        "file_id", "source_file", "line_number", "reason", F.substring("text", 1, 10_000).alias("raw")
+    )
+    storage.upsert(
+        QUARANTINE_TABLE, quarantine.withColumn("run_id", F.lit(run_id)), ["file_id", "line_number"]
+    )
+    per_file = file_accounting(status).collect()  # one row per file read: small
+    counts = {r["file_id"]: r.asDict() for r in per_file}
+
+    accounting_rows = []
+    file_rows = []
+    by_path = {f.source_file: f for f in files}
+    for task in plan.tasks:
+        c = counts.get(task.file_id, {})
+        read_n = int(c.get("lines_read") or 0)
+        accounting_rows.append(
+            (
+                run_id, task.file_id, task.source_file, task.cluster_id, task.host_id, task.log_kind,
+                task.start_line, task.start_line + read_n - 1, task.start_byte, read_n,
+                int(c.get("parsed") or 0), int(c.get("irrelevant") or 0), int(c.get("malformed") or 0),
+                int(c.get("bad_utf8") or 0),
+            )
+        )
+        f = by_path[task.source_file]
+        file_rows.append(
+            (
+                task.file_id, task.source_file, f.cluster_id, f.host_id, f.stream, f.log_kind, f.file_order,
+                task.end_byte, task.start_line - 1 + read_n, f.content_sha256, run_id,
+            )
+        )
+    storage.upsert(
+        ACCOUNTING_TABLE,
+        spark.createDataFrame(accounting_rows, ACCOUNTING_SCHEMA),
+        ["file_id", "start_line"],
+    )
+    # Written last: it is what the next run trusts as "already consumed".
+    storage.upsert(FILES_TABLE, spark.createDataFrame(file_rows, FILES_SCHEMA), ["file_id"])
+    _remove_staging(staging)
+
+    totals = {
+        k: sum(row[k] for row in accounting_rows_dicts(accounting_rows))
+        for k in ("lines_read", "parsed", "irrelevant", "malformed")
+    }
+    return IngestResult(
+        files_seen=len(files),
+        files_read=len(plan.tasks),
+        files_skipped=skipped_counts,
+        lines_read=totals["lines_read"],
+        parsed=totals["parsed"],
+        irrelevant=totals["irrelevant"],
+        malformed=totals["malformed"],
+    )
+
+
+ACCOUNTING_SCHEMA = StructType(
+    [
+        StructField("run_id", StringType()),
+        StructField("file_id", StringType()),
+        StructField("source_file", StringType()),
+        StructField("cluster_id", StringType()),
+        StructField("host_id", IntegerType()),
+        StructField("log_kind", StringType()),
+        StructField("start_line", LongType()),
+        StructField("end_line", LongType()),
+        StructField("start_byte", LongType()),
+        StructField("lines_read", LongType()),
+        StructField("parsed", LongType()),
+        StructField("irrelevant", LongType()),
+        StructField("malformed", LongType()),
+        StructField("bad_utf8", LongType()),
+    ]
+)
+
+FILES_SCHEMA = StructType(
+    [
+        StructField("file_id", StringType()),
+        StructField("source_file", StringType()),
+        StructField("cluster_id", StringType()),
+        StructField("host_id", IntegerType()),
+        StructField("stream", StringType()),
+        StructField("log_kind", StringType()),
+        StructField("file_order", LongType()),
+        StructField("consumed_bytes", LongType()),
+        StructField("consumed_lines", LongType()),
+        StructField("prefix_sha256", StringType()),
+        StructField("last_run_id", StringType()),
+    ]
+)
+
+
+def accounting_rows_dicts(rows: list[tuple]) -> list[dict]:
+    names = [f.name for f in ACCOUNTING_SCHEMA.fields]
+    return [dict(zip(names, r, strict=True)) for r in rows]
+
+
+def _remove_staging(staging: str) -> None:
+    """Staged Parquet is scratch space; local lakes clean it up (object stores: lifecycle rules)."""
+    import shutil
+
+    if "://" not in staging or staging.startswith("file:"):
+        shutil.rmtree(staging.removeprefix("file:"), ignore_errors=True)

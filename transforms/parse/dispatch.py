@@ -1,0 +1,82 @@
+"""Which parser reads which records or file lines; one place to add a parser family."""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from collections.abc import Callable
+from functools import reduce
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from transforms.parse import finish_events
+
+log = logging.getLogger(__name__)
+
+REQUEST_LOGGER = "kafka.request.logger"
+
+# (module, function, which records it reads)
+RECORD_PARSERS: list[tuple[str, str, Callable[[], Column]]] = [
+    (
+        "transforms.parse.kafka_log4j",
+        "parse_kafka_log4j",
+        lambda: F.col("line_format").isin("kafka", "strimzi", "csv")
+        & (F.coalesce(F.col("logger"), F.lit("")) != REQUEST_LOGGER),
+    ),
+    ("transforms.parse.request_log", "parse_request_log", lambda: F.col("logger") == REQUEST_LOGGER),
+    ("transforms.parse.redpanda", "parse_redpanda", lambda: F.col("line_format") == "redpanda"),
+]
+
+# (module, function, the file kinds it reads)
+FILE_PARSERS: list[tuple[str, str, tuple[str, ...]]] = [
+    ("transforms.parse.metadata_dump", "parse_metadata_dump", ("metadata-dump",)),
+    ("transforms.parse.segment_dump", "parse_segment_dump", ("segment-dump",)),
+    (
+        "transforms.parse.checkpoints",
+        "parse_checkpoints",
+        (
+            "leader-epoch-checkpoint",
+            "replication-offset-checkpoint",
+            "recovery-point-offset-checkpoint",
+            "log-start-offset-checkpoint",
+            "partition-metadata",
+        ),
+    ),
+]
+
+
+def _load(module: str, name: str):
+    try:
+        return getattr(importlib.import_module(module), name)
+    except (ModuleNotFoundError, AttributeError):
+        log.warning("parser %s.%s is not available: its inputs are counted as irrelevant", module, name)
+        return None
+
+
+def _union(frames: list[DataFrame], empty: DataFrame) -> DataFrame:
+    return reduce(lambda a, b: a.unionByName(b), frames, empty)
+
+
+def _empty_events(source: DataFrame) -> DataFrame:
+    return finish_events(source.limit(0).select("file_id", "line_number", F.lit("none").alias("event_type")))
+
+
+def parse_records(records: DataFrame) -> DataFrame:
+    """Every record parser on the records it reads; bronze-schema rows (malformed rows included)."""
+    outputs = []
+    for module, name, selects in RECORD_PARSERS:
+        parser = _load(module, name)
+        if parser is not None:
+            outputs.append(finish_events(parser(records.where(selects()))))
+    return _union(outputs, _empty_events(records))
+
+
+def parse_file_lines(lines: DataFrame) -> DataFrame:
+    """Every file-level parser on the lines of its file kinds."""
+    outputs = []
+    for module, name, kinds in FILE_PARSERS:
+        parser = _load(module, name)
+        if parser is not None:
+            outputs.append(finish_events(parser(lines.where(F.col("log_kind").isin(*kinds)))))
+    return _union(outputs, _empty_events(lines))
