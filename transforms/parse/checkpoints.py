@@ -108,13 +108,14 @@ def _checkpoint_events(rows: DataFrame, source_time_zone: str) -> DataFrame:
     t = F.col("text")
     ln = F.col("line_number")
     # Per-file header facts: version line, count line, number of entry lines. Checkpoint files are
-    # small (one line per partition), so this aggregate + join is cheap.
+    # small (one line per partition), but there may be very many of them (one leader-epoch file per
+    # partition and copy): no broadcast hint, the planner picks the join.
     header = rows.groupBy("file_id").agg(
         F.max(F.when(ln == 1, t)).alias("_version_text"),
         F.max(F.when(ln == 2, t)).alias("_count_text"),
         F.count(F.when(ln > 2, F.lit(1))).alias("_entries"),
     )
-    rows = rows.join(F.broadcast(header), "file_id")
+    rows = rows.join(header, "file_id")
     version_ok = F.col("_version_text").rlike(r"^\s*0\s*$")
     count_ok = F.col("_count_text").rlike(INT_LINE)
     declared = F.regexp_extract(F.col("_count_text"), INT_LINE, 1).cast("long")
