@@ -425,7 +425,7 @@ def parse_lines(lines: DataFrame, source_time_zone: str) -> DataFrame:
     is_log = F.col("log_kind").isin(*LOG_KINDS)
     records, _ = frame_log_lines(lines.where(is_log & ~_unparseable()), source_time_zone)
     record_events = parse_records(records)
-    file_events = parse_file_lines(lines.where(~is_log & ~_unparseable()))
+    file_events = parse_file_lines(lines.where(~is_log & ~_unparseable()), source_time_zone)
     return record_events.unionByName(file_events)
 
 

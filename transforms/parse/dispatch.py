@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import inspect
 import logging
 from collections.abc import Callable
 from functools import reduce
@@ -72,11 +73,17 @@ def parse_records(records: DataFrame) -> DataFrame:
     return _union(outputs, _empty_events(records))
 
 
-def parse_file_lines(lines: DataFrame) -> DataFrame:
+def parse_file_lines(lines: DataFrame, source_time_zone: str = "UTC") -> DataFrame:
     """Every file-level parser on the lines of its file kinds."""
     outputs = []
     for module, name, kinds in FILE_PARSERS:
         parser = _load(module, name)
-        if parser is not None:
-            outputs.append(finish_events(parser(lines.where(F.col("log_kind").isin(*kinds)))))
+        if parser is None:
+            continue
+        selected = lines.where(F.col("log_kind").isin(*kinds))
+        # Checkpoint copy suffixes are host-local times: they need the configured zone.
+        if "source_time_zone" in inspect.signature(parser).parameters:
+            outputs.append(finish_events(parser(selected, source_time_zone=source_time_zone)))
+        else:
+            outputs.append(finish_events(parser(selected)))
     return _union(outputs, _empty_events(lines))
