@@ -155,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
     debug = "--debug" in (argv if argv is not None else sys.argv[1:])
     try:
         args = build_parser().parse_args(argv)
-        _setup_logging(args.debug)
+        _setup_logging(getattr(args, "debug", False))
         if args.command == "simulate":
             if getattr(args, "simulator_missing", False):
                 raise UsageError("the simulator is not in this build")
