@@ -217,7 +217,10 @@ def describe(path: Path, config: AppConfig) -> InputFile:
     if kind not in ("state-change", "controller", "server", "request", "redpanda", "log"):
         # File-level formats are rewritten wholesale (checkpoints, dumps): every copy is its own
         # evidence, identified by its name and content.
-        identity = "|".join([cluster_id, str(host_id), name, content_sha])
+        # Identity includes the path below the host folder: every partition directory has its own
+        # (often byte-identical) checkpoint, and a retry copy of the host folder keeps that path.
+        below_host = posix[host_matches[-1].end():] if host_matches else posix
+        identity = "|".join([cluster_id, str(host_id), below_host.lstrip("/"), content_sha])
     return InputFile(
         source_file=posix,
         file_name=name,
