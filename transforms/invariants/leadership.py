@@ -58,7 +58,8 @@ def silver(ctx: CheckContext, name: str) -> DataFrame:
             spark = ctx.events.sparkSession
             ctx.silver[name] = spark.createDataFrame([], TIMELINE_SCHEMA)
         else:
-            ctx.silver[name] = SILVER_BUILDERS[name](ctx.events, ctx.config)
+            # Kept (and cached) in the context: several checks read each view several times.
+            ctx.silver[name] = SILVER_BUILDERS[name](ctx.events, ctx.config).cache()
     return ctx.silver[name]
 
 

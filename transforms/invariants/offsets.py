@@ -247,52 +247,52 @@ def _same_offset_rule(ctx: CheckContext, refs: DataFrame) -> DataFrame:
         *[F.col(f"x.{c}").alias(c) for c in _PART],
         F.struct(
             *[F.col(f"x.{c}").alias(c) for c in ("broker_id", "leader_epoch", "first_event_id", "first_time")]
-        ).alias("X"),
+        ).alias("rx"),
         F.struct(
             *[F.col(f"y.{c}").alias(c) for c in ("broker_id", "leader_epoch", "first_event_id", "first_time")]
-        ).alias("Y"),
-        F.greatest("x.first_offset", "y.first_offset").alias("o"),
+        ).alias("ry"),
+        F.greatest("x.first_offset", "y.first_offset").alias("off"),
     )
     hx = hw.withColumnRenamed("broker_id", "hx_b").withColumnRenamed("hw", "hw_x")
     hy = hw.withColumnRenamed("broker_id", "hy_b").withColumnRenamed("hw", "hw_y")
     pairs = (
         pairs.join(hx, [*_PART])
-        .filter(F.col("hx_b") == F.col("X.broker_id"))
+        .filter(F.col("hx_b") == F.col("rx.broker_id"))
         .join(hy, [*_PART])
-        .filter(F.col("hy_b") == F.col("Y.broker_id"))
-        .filter(F.col("o") < F.least("hw_x", "hw_y"))
+        .filter(F.col("hy_b") == F.col("ry.broker_id"))
+        .filter(F.col("off") < F.least("hw_x", "hw_y"))
         # Deterministic pair id (runs are unique by their first batch).
-        .withColumn("pid", F.concat_ws("|", "X.first_event_id", "Y.first_event_id"))
+        .withColumn("pid", F.concat_ws("|", "rx.first_event_id", "ry.first_event_id"))
     )
     # Epoch the leaders put at offset o: the highest epoch whose reference start is <= o.
     ce = (
-        pairs.select("pid", *_PART, "o")
+        pairs.select("pid", *_PART, "off")
         .join(F.broadcast(refs.select(*_PART, "leader_epoch", "ref")), _PART)
-        .filter(F.col("ref") <= F.col("o"))
+        .filter(F.col("ref") <= F.col("off"))
         .groupBy("pid")
         .agg(F.max("leader_epoch").alias("ce"))
     )
     pairs = pairs.join(ce, "pid", "left")
-    xe, ye = F.col("X.leader_epoch"), F.col("Y.leader_epoch")
+    xe, ye = F.col("rx.leader_epoch"), F.col("ry.leader_epoch")
     flag_y = (
         F.when(F.col("ce").isNotNull() & (xe == F.col("ce")) & (ye != F.col("ce")), True)
         .when(F.col("ce").isNotNull() & (ye == F.col("ce")) & (xe != F.col("ce")), False)
         .otherwise(ye < xe)
     )
-    pairs = pairs.withColumn("F", F.when(flag_y, F.col("Y")).otherwise(F.col("X"))).withColumn(
-        "O", F.when(flag_y, F.col("X")).otherwise(F.col("Y"))
+    pairs = pairs.withColumn("fl", F.when(flag_y, F.col("ry")).otherwise(F.col("rx"))).withColumn(
+        "ot", F.when(flag_y, F.col("rx")).otherwise(F.col("ry"))
     )
     g = pairs.groupBy(
-        *_PART, F.col("F.broker_id").alias("broker_id"), F.col("F.leader_epoch").alias("leader_epoch")
+        *_PART, F.col("fl.broker_id").alias("broker_id"), F.col("fl.leader_epoch").alias("leader_epoch")
     ).agg(
         F.min(
             F.struct(
-                "o",
-                F.col("O.broker_id").alias("ob"),
-                F.col("O.leader_epoch").alias("oe"),
-                F.col("F.first_event_id").alias("fe"),
-                F.col("O.first_event_id").alias("oev"),
-                F.col("F.first_time").alias("ft"),
+                "off",
+                F.col("ot.broker_id").alias("ob"),
+                F.col("ot.leader_epoch").alias("oe"),
+                F.col("fl.first_event_id").alias("fe"),
+                F.col("ot.first_event_id").alias("oev"),
+                F.col("fl.first_time").alias("ft"),
             )
         ).alias("m")
     )
@@ -315,7 +315,7 @@ def _same_offset_rule(ctx: CheckContext, refs: DataFrame) -> DataFrame:
             F.col("partition"),
             F.col("leader_epoch"),
             F.col("m.oe"),
-            F.col("m.o"),
+            F.col("m.off"),
             F.col("m.fe"),
             F.col("m.oev"),
         ),
@@ -326,7 +326,7 @@ def check_epoch_start_offset_divergence(ctx: CheckContext) -> DataFrame:
     """``epoch_start_offset_divergence`` (log matching / OffsetForLeaderEpoch consistency): every
     replica agrees with the epoch leader on where each epoch starts, and no two replicas hold
     batches of different epochs at one offset below both their high watermarks."""
-    refs = reference_starts(ctx)
+    refs = reference_starts(ctx).cache()  # read by both rules
     return _start_rule(ctx, refs).unionByName(_same_offset_rule(ctx, refs))
 
 
