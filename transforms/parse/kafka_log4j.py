@@ -31,6 +31,7 @@ value used by ``derive``). List variants from the most specific prefilter to the
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -158,12 +159,25 @@ UNDER_MIN_ISR = r"(?P<_umi>\(under-min-isr\))?"
 # Template spec
 # ----------------------------------------------------------------------------------------------
 
-G = Callable[[str], Column]  # slot accessor: group name -> string Column (null when empty)
+G = Callable[[str], Column]  # group accessor: group name -> string Column (null when absent or empty)
+
+# Template-keyed derivations (``Tpl.uses``): values that do not follow from a group name alone.
+LEADER_FROM_IDENT = "leader=ident"  # the logging broker (log ident id) is the leader
+CLE_FROM_LE = "current_leader_epoch=leader_epoch"  # "... matches the current leader epoch"
+ERROR_FROM_EXCEPTION = "error=exception"  # Errors constant of the d_exception group
+ERROR_FROM_REASON = "error=reason"  # Errors constant of a loosely recorded d_reason text
 
 
 @dataclass(frozen=True)
 class Tpl:
-    """One log message template (or, with ``regex=None``, a family catch-all -> malformed)."""
+    """One log message template (or, with ``regex=None``, a family catch-all -> malformed).
+
+    ``version``: a literal hint, or ``@<kind>`` computed from the groups (``VERSION_KINDS``).
+    ``const``: constant column / ``d_<key>`` values; they win over derived values.
+    ``uses``: template-keyed derivations (``USE_DERIVES``); everything else is derived from the
+    group names alone (``GROUP_DERIVES``). ``fanout``: the group holding the list to fan out
+    (``FANOUTS``, keyed by that group name): one event per element (sub_index = position).
+    """
 
     tid: str
     event_type: str | None
@@ -172,11 +186,10 @@ class Tpl:
     regex: str | None = None
     contains: tuple[str, ...] = ()
     contains_any: tuple[str, ...] = ()
-    version: str | Callable[[G], Column] | None = None
+    version: str | None = None
     const: dict[str, Any] = field(default_factory=dict)
-    derive: Callable[[G], dict[str, Column]] | None = None
-    # (source group, fn(G) -> array<FAN_STRUCT>): one event per element (sub_index = position).
-    fanout: tuple[str, Callable[[G], Column]] | None = None
+    uses: tuple[str, ...] = ()
+    fanout: str | None = None
 
 
 # ---------- helpers used by derive / fanout ----------
@@ -248,9 +261,14 @@ def lai_version(g: G) -> Column:
 
 
 def lai_derive(g: G) -> dict[str, Column]:
+    """A printed kafka.api.LeaderAndIsr (group ``_isr_be``): the 3.5+ BrokerState ISR; else the plain
+    ``_newisr`` alternative of ``ISR for partition .. updated to``."""
     bs = broker_states(g("_isr_be"))
+    newisr = g("_newisr")
     return {
-        "isr": F.when(g("_isr_be").isNotNull(), bs["isr"]),
+        "isr": F.coalesce(
+            F.when(g("_isr_be").isNotNull(), bs["isr"]), F.when(newisr.isNotNull(), new_isr(newisr)["isr"])
+        ),
         "isr_broker_epochs": F.when(g("_isr_be").isNotNull(), bs["isr_broker_epochs"]),
     }
 
@@ -527,6 +545,9 @@ def _stale_be_version(g: G) -> Column:
 _REJ = r"Rejecting AlterPartition request from node (?P<d_from_node>\d+) for " + TP + " because "
 _FAILED_ALTER = r"Failed to alter partition to (?P<_pending>.*?) "
 _AWAIT = r" Partition state may be out of sync, awaiting new the latest metadata\."
+# 2.7-3.0 expand lines print the sent LeaderAndIsr before the PendingExpandIsr: captured (first, lazy)
+# by a lookahead into ``_sent`` while the main pattern stays greedy.
+_SENT_LAI = r"(?=(?P<_sent>LeaderAndIsr\(.*?\)) after transition)"
 
 TEMPLATES: list[Tpl] = [
     # ---------------- §1.1 StopReplica, broker side ----------------
@@ -550,7 +571,7 @@ TEMPLATES: list[Tpl] = [
         r"leader epoch",
         contains=(" matches the current leader epoch",), version="2.6.0-3.4.0",
         const={"error": "FENCED_LEADER_EPOCH"},
-        derive=lambda g: {"current_leader_epoch": g("leader_epoch").try_cast(_INT)}),
+        uses=(CLE_FROM_LE,)),
     Tpl("S4", "stop_replica_storage_error", SC, "Ignoring StopReplica request (delete=",
         _IGN_SR + r" as the local replica for the partition is in an offline log directory",
         contains=(" offline log directory",),
@@ -566,7 +587,7 @@ TEMPLATES: list[Tpl] = [
         r"(?P<controller_id>\d+) for (?P<d_partition_count>\d+) partitions"),
     Tpl("L2", "leader_and_isr_received", SC, "Received LeaderAndIsr request ",
         r"Received LeaderAndIsr request " + LAIPS + r" correlation id (?P<correlation_id>\d+) from controller "
-        r"(?P<controller_id>\d+) epoch (?P<controller_epoch>\d+)", version=laips_version),
+        r"(?P<controller_id>\d+) epoch (?P<controller_epoch>\d+)", version="@laips"),
     Tpl("L3", "leader_and_isr_stale_controller", SC, "Ignoring LeaderAndIsr request from controller ",
         r"Ignoring LeaderAndIsr request from controller (?P<controller_id>\d+) with correlation id "
         r"(?P<correlation_id>\d+) since its controller epoch (?P<controller_epoch>\d+) is old\. "
@@ -580,7 +601,7 @@ TEMPLATES: list[Tpl] = [
         _IGN_LAI + r" since its associated leader epoch (?P<leader_epoch>" + N + r") matches the current "
         r"leader epoch",
         contains=(" matches the current leader epoch",), const={"error": "STALE_CONTROLLER_EPOCH"},
-        derive=lambda g: {"current_leader_epoch": g("leader_epoch").try_cast(_INT)}),
+        uses=(CLE_FROM_LE,)),
     Tpl("L4", "leader_and_isr_other_refusal", SC, "Ignoring LeaderAndIsr request from controller ",
         _IGN_LAI + r" as the local replica for the partition is in an offline log directory",
         contains=(" offline log directory",),
@@ -609,7 +630,7 @@ TEMPLATES: list[Tpl] = [
         + UNDER_MIN_ISR + r"\. Previous leader (?:Some\((?P<d_prev_leader>" + N + r")\)|None) and previous "
         r"leader epoch was (?P<prev_leader_epoch>" + N + r")\.",
         contains=(" starts at leader epoch ", " and previous leader epoch was "), version="3.6+",
-        derive=lambda g: {**under_min_isr(g), "leader": F.col("_iid")}),
+        uses=(LEADER_FROM_IDENT,)),
     Tpl("LEADER_35", "become_leader", SC, "Leader ",
         r"Leader " + TP + r" with topic id " + TOPIC_ID_OPT + r" starts at leader epoch (?P<leader_epoch>" + N
         + r") from offset (?P<offset>" + N + r") with partition epoch (?P<partition_epoch>" + N + r"), high "
@@ -618,7 +639,7 @@ TEMPLATES: list[Tpl] = [
         + UNDER_MIN_ISR + r"\. Previous leader epoch was (?P<prev_leader_epoch>" + N + r")\.",
         contains=(" starts at leader epoch ",),
         contains_any=("] . Previous leader epoch was ", "(under-min-isr). Previous leader epoch was "),
-        version="3.5", derive=lambda g: {**under_min_isr(g), "leader": F.col("_iid")}),
+        version="3.5", uses=(LEADER_FROM_IDENT,)),
     Tpl("LEADER_33", "become_leader", SC, "Leader ",
         r"Leader " + TP + r" with topic id " + TOPIC_ID_OPT + r" starts at leader epoch (?P<leader_epoch>" + N
         + r") from offset (?P<offset>" + N + r") with partition epoch (?P<partition_epoch>" + N + r"), high "
@@ -626,14 +647,14 @@ TEMPLATES: list[Tpl] = [
         r"(?P<adding_replicas>" + BLIST + r") and removing replicas (?P<removing_replicas>" + BLIST + r")\. "
         r"Previous leader epoch was (?P<prev_leader_epoch>" + N + r")\.",
         contains=(" starts at leader epoch ", " with topic id "), version="3.3-3.4",
-        derive=lambda g: {"leader": F.col("_iid")}),
+        uses=(LEADER_FROM_IDENT,)),
     Tpl("LEADER_26", "become_leader", SC, "Leader ",
         r"Leader " + TP + r" starts at leader epoch (?P<leader_epoch>" + N + r") from offset (?P<offset>" + N
         + r") with high watermark (?P<high_watermark>" + N + r") ISR (?P<isr>" + BLIST + r") addingReplicas "
         r"(?P<adding_replicas>" + BLIST + r") removingReplicas (?P<removing_replicas>" + BLIST + r")\. "
         r"Previous leader epoch was (?P<prev_leader_epoch>" + N + r")\.",
         contains=(" starts at leader epoch ", " addingReplicas "), version="2.6-3.2",
-        derive=lambda g: {"leader": F.col("_iid")}),
+        uses=(LEADER_FROM_IDENT,)),
     Tpl("LEADER*", MALFORMED, SC, "Leader ", contains=(" starts at leader epoch ",)),
     # Follower lines (§1.2): 3 variants. 3.6+ quirk: its "previous" values are the NEW ones
     # (KAFKA-19776), so they go to details, never to prev_leader_epoch.
@@ -706,10 +727,10 @@ TEMPLATES: list[Tpl] = [
         contains=(" in response to UpdateMetadata request ",)),
     # ---------------- §1.1/§1.2/§1.5 KafkaApis stale broker epoch ----------------
     Tpl("API_SR_BE", "stop_replica_stale_broker_epoch", ("apis",), "Received StopReplica request with broker epoch ",
-        r"Received StopReplica" + _STALE_BE_TAIL, version=_stale_be_version, const={"error": "STALE_BROKER_EPOCH"}),
+        r"Received StopReplica" + _STALE_BE_TAIL, version="@stale_be", const={"error": "STALE_BROKER_EPOCH"}),
     Tpl("API_LAI_BE", "leader_and_isr_stale_broker_epoch", ("apis",),
         "Received LeaderAndIsr request with broker epoch ",
-        r"Received LeaderAndIsr" + _STALE_BE_TAIL, version=_stale_be_version, const={"error": "STALE_BROKER_EPOCH"}),
+        r"Received LeaderAndIsr" + _STALE_BE_TAIL, version="@stale_be", const={"error": "STALE_BROKER_EPOCH"}),
     Tpl("API_UM_BE_26", "update_metadata_stale_broker_epoch", ("apis",),
         "Received update metadata request with broker epoch ",
         r"Received update metadata" + _STALE_BE_TAIL, version="2.6-3.3", const={"error": "STALE_BROKER_EPOCH"}),
@@ -720,36 +741,36 @@ TEMPLATES: list[Tpl] = [
     Tpl("API_PRODUCE", "produce_error", ("apis",), "Produce request with correlation id ",
         r"Produce request with correlation id (?P<correlation_id>\d+) from client (?P<d_client_id>.*?) on "
         r"partition " + TP + r" failed due to (?P<d_exception>[\w.$]+)",
-        derive=lambda g: {"error": exception_error(g("d_exception"))}),
+        uses=(ERROR_FROM_EXCEPTION,)),
     Tpl("API_FETCH", "fetch_epoch_error", ("apis",), "Fetch request with correlation id ",
         r"Fetch request with correlation id (?P<correlation_id>\d+) from client (?P<d_client_id>.*?) on "
         r"partition " + TP + r" failed due to (?P<d_exception>[\w.$]+)",
-        derive=lambda g: {"error": exception_error(g("d_exception"))}),
+        uses=(ERROR_FROM_EXCEPTION,)),
     # acks=0: the message spans two lines; the partitions are on the second (matched on ``text``).
     Tpl("API_PRODUCE_ACK0", "produce_error", ("apis",), "Closing connection due to error during produce request ",
         r"(?s)Closing connection due to error during produce request with correlation id "
         r"(?P<correlation_id>\d+) from client id (?P<d_client_id>.*?) with ack=0\s*\n?"
         r"Topic and partition to exceptions: (?P<_summary>.*)",
-        fanout=("_summary", ack0_fanout)),
+        fanout="_summary"),
     # ---------------- §1.3 controller side (state-change logger) ----------------
     Tpl("C_SEND_LAI", "controller_send_leader_and_isr", SC, "Sending become-",
         r"Sending (?P<d_transition>become-leader|become-follower) LeaderAndIsr request " + LAIPS
-        + r" to broker (?P<replica_id>\d+) for partition " + TP, version=laips_version),
+        + r" to broker (?P<replica_id>\d+) for partition " + TP, version="@laips"),
     Tpl("C_SEND_UM", "controller_send_update_metadata", SC, "Sending UpdateMetadata request to brokers ",
         r"Sending UpdateMetadata request to brokers (?P<_brokers>\w*\([^)]*\)) for (?P<d_partition_count>\d+) "
-        r"partitions", fanout=("_brokers", broker_set_fanout)),
+        r"partitions", fanout="_brokers"),
     Tpl("C_SEND_SR", "controller_send_stop_replica", SC, "Sending StopReplica request StopReplicaPartitionState(",
         r"Sending StopReplica request " + SRPS + r" to broker (?P<replica_id>\d+) for partition " + TP),
     Tpl("C_CHANGED", "controller_partition_state_change", SC, "Changed partition ",
         r"Changed partition " + TP + r" from (?P<d_from_state>\w+) to (?P<d_to_state>\w+) with state " + LAI,
-        contains=(" with state LeaderAndIsr(",), version=lai_version, derive=lai_derive),
+        contains=(" with state LeaderAndIsr(",), version="@lai"),
     Tpl("C_ISR_OFFLINE", "controller_isr_change", SC, "Partition ",
         r"Partition " + TP + r" state changed to " + LICE + r" after removing replica (?P<replica_id>\d+) "
         r"from the ISR as part of transition to OfflineReplica",
-        contains=(" state changed to (Leader:",), version=lice_version),
+        contains=(" state changed to (Leader:",), version="@lice"),
     Tpl("C_REASSIGN", "controller_reassignment_send", ("sc", "zkc"), "Sent LeaderAndIsr request (Leader:",
         r"Sent LeaderAndIsr request " + LICE + r" with new replica assignment (?P<d_assignment>.*) to leader "
-        r"(?P<replica_id>\d+) for partition being reassigned " + TP, version=lice_version),
+        r"(?P<replica_id>\d+) for partition being reassigned " + TP, version="@lice"),
     # ---------------- §2.4 ZK controller (kafka.controller.KafkaController) ----------------
     Tpl("Z_UNKNOWN_BROKER", "controller_alter_partition_rejected", ("zkc",), "Ignoring Alter",
         r"Ignoring Alter(?P<d_api>Partition|Isr) due to unknown broker (?P<replica_id>\d+)",
@@ -762,26 +783,22 @@ TEMPLATES: list[Tpl] = [
         const={"error": "STALE_BROKER_EPOCH", "d_reason": "stale broker epoch"}),
     Tpl("Z_RECOVERING", "controller_alter_partition_rejected", ("zkc",), "Rejecting AlterPartition from node ",
         r"Rejecting AlterPartition from node (?P<d_from_node>\d+) for " + TP + r" because leader is recovering "
-        r"and ISR is greater than 1: " + LAI, version=lai_version, derive=lai_derive,
+        r"and ISR is greater than 1: " + LAI, version="@lai",
         const={"error": "INVALID_REQUEST", "d_reason": "leader recovering"}),
     Tpl("Z_BAD_ZK", "controller_alter_partition_rejected", ("zkc",), "Failed to update ISR to ",
         r"Failed to update ISR to " + LAI + r" for partition " + TP + r", bad ZK version\.",
-        version=lai_version, derive=lai_derive,
+        version="@lai",
         const={"error": "INVALID_UPDATE_VERSION", "d_reason": "bad ZK version"}),
     Tpl("Z_ISR_UPDATED", "controller_isr_updated", ("zkc",), "ISR for partition ",
         r"ISR for partition " + TP + r" updated to (?:" + LAI + r"|(?P<_newisr>.*))\.",
-        version=lambda g: F.when(g("partition_epoch").isNotNull(), lai_version(g)),
-        derive=lambda g: {
-            "isr": F.coalesce(lai_derive(g)["isr"], F.when(g("_newisr").isNotNull(), new_isr(g("_newisr"))["isr"])),
-            "isr_broker_epochs": lai_derive(g)["isr_broker_epochs"],
-        }),
+        version="@lai_if_printed"),
     # ---------------- §2.4 AlterPartition rejections: KRaft (and the ZK ineligible line) ----------------
     Tpl("REJ_INELIGIBLE", "controller_alter_partition_rejected", ("krc", "zkc"), "Rejecting AlterPartition request from node ",
         _REJ + r"it specified ineligible replicas (?P<_inel>\[.*?\]|\w*\([^)]*\)) in the new ISR "
         r"(?P<_newisr>\[.*\]|List\([^)]*\))\.",
         contains=(" because it specified ineligible replicas ",), version="3.3+",
         const={"error": "INELIGIBLE_REPLICA"},
-        derive=lambda g: new_isr(g("_newisr")), fanout=("_inel", ineligible_fanout)),
+        fanout="_inel"),
     Tpl("REJ_LE_GT", "controller_alter_partition_rejected", ("krc",), "Rejecting AlterPartition request from node ",
         _REJ + r"the current leader epoch is (?P<current_leader_epoch>" + N + r"), which is greater than the "
         r"local value (?P<leader_epoch>" + N + r")\.",
@@ -806,16 +823,13 @@ TEMPLATES: list[Tpl] = [
         _REJ + r"it specified an invalid ISR (?P<_newisr>\[.*?\])(?P<_no_leader> that doesn't "
         r"include itself)?\.",
         contains=(" because it specified an invalid ISR ",),
-        const={"error": "INVALID_REQUEST", "d_reason": "invalid ISR"},
-        derive=lambda g: {**new_isr(g("_newisr")),
-                          "d_isr_without_leader": F.when(g("_no_leader").isNotNull(), F.lit("true"))}),
+        const={"error": "INVALID_REQUEST", "d_reason": "invalid ISR"}),
     Tpl("REJ_RECOVERING", "controller_alter_partition_rejected", ("krc",), "Rejecting AlterPartition request from node ",
         _REJ + r"(?:the ISR (?P<_newisr>\[.*?\]) had more than one replica while the leader was still "
         r"recovering from an unclean leader election (?P<d_leader_recovery_state>\w+)|the leader recovery "
         r"state cannot change from RECOVERED to RECOVERING)\.",
         contains_any=(" unclean leader election ", " cannot change from RECOVERED to RECOVERING"),
-        const={"error": "INVALID_REQUEST", "d_reason": "leader recovery state"},
-        derive=lambda g: new_isr(g("_newisr"))),
+        const={"error": "INVALID_REQUEST", "d_reason": "leader recovery state"}),
     Tpl("REJ*", MALFORMED, ("krc",), "Rejecting AlterPartition request from node "),
     Tpl("REJ_UNKNOWN_TOPIC", "controller_alter_partition_rejected", ("krc",),
         "Rejecting AlterPartition request for unknown topic ID ",
@@ -827,7 +841,7 @@ TEMPLATES: list[Tpl] = [
         const={"error": "UNKNOWN_TOPIC_OR_PARTITION", "d_reason": "unknown partition"}),
     Tpl("K_ISR_ALTERED", "controller_isr_updated", ("krc",), "Node ",
         r"Node (?P<d_from_node>\d+) has altered ISR for " + TP + r" to (?P<_newisr>\[.*\])\.",
-        contains=(" has altered ISR for ",), derive=lambda g: new_isr(g("_newisr"))),
+        contains=(" has altered ISR for ",)),
     # ---------------- KRaft controller replay lines (§3.1), 3.6-3.9 and 2.8-3.5 texts ----------------
     Tpl("R_TOPIC", "controller_replayed", ("krc",), "Replayed TopicRecord for topic ",
         r"Replayed TopicRecord for topic (?P<topic>\S+) with topic ID (?P<topic_id>" + UUID + r")\.",
@@ -844,43 +858,42 @@ TEMPLATES: list[Tpl] = [
     Tpl("R_PARTITION", "controller_replayed", ("krc",), "Replayed PartitionRecord for ",
         r"Replayed PartitionRecord for (?P<d_partition_status>new|existing) partition " + TP + r" with topic ID "
         r"(?P<topic_id>" + UUID + r") and (?P<_preg>PartitionRegistration\(.*\))\.",
-        version="3.6+", const={"record_type": "PartitionRecord"}, derive=preg_derive),
+        version="3.6+", const={"record_type": "PartitionRecord"}),
     Tpl("R_PARTITION_OLD", "controller_replayed", ("krc",), "Created partition ",
         r"Created partition " + TP + r" with topic ID (?P<topic_id>" + UUID + r") and "
         r"(?P<_preg>\w+\(.*\))\.",
-        version="2.8-3.5", const={"record_type": "PartitionRecord", "d_partition_status": "new"},
-        derive=preg_derive),
+        version="2.8-3.5", const={"record_type": "PartitionRecord", "d_partition_status": "new"}),
     Tpl("R_PARTITION_CHANGE", "controller_replayed", ("krc",), "Replayed partition ",
         r"Replayed partition (?P<d_assignment_change>assignment )?change (?P<_pcr>PartitionChangeRecord\(.*\)) "
         r"for topic (?P<topic>\S+)",
         contains=(" change PartitionChangeRecord(",), version="3.6+",
-        const={"record_type": "PartitionChangeRecord"}, derive=pcr_derive),
+        const={"record_type": "PartitionChangeRecord"}),
     Tpl("R_DIFF_UNCLEAN", "controller_partition_diff", ("krc",), "UNCLEAN partition change for ",
         r"(?P<_unclean>UNCLEAN )partition change for " + TP + r"(?: with topic ID (?P<topic_id>" + UUID
-        + r"))?: (?P<_diff>.*)", derive=diff_derive),
+        + r"))?: (?P<_diff>.*)"),
     Tpl("R_DIFF", "controller_partition_diff", ("krc",), "partition change for ",
         r"(?P<_unclean>UNCLEAN )?partition change for " + TP + r"(?: with topic ID (?P<topic_id>" + UUID
-        + r"))?: (?P<_diff>.*)", derive=diff_derive),
+        + r"))?: (?P<_diff>.*)"),
     Tpl("R_FENCING", "controller_fencing_broker", ("krc",), "Fencing broker ",
         r"Fencing broker (?P<broker_id>\d+) because its session has timed out\.",
         const={"fenced": True, "d_reason": "session timed out"}),
     Tpl("R_REG_INITIAL", "controller_replayed", ("krc",), "Replayed initial RegisterBrokerRecord for broker ",
         r"Replayed initial RegisterBrokerRecord for broker (?P<broker_id>\d+): (?P<_rec>RegisterBrokerRecord\(.*\))",
-        version="3.6+", const={"d_registration": "initial"}, derive=registration_derive),
+        version="3.6+", const={"d_registration": "initial"}),
     Tpl("R_REG_MODIFY", "controller_replayed", ("krc",), "Replayed RegisterBrokerRecord modifying the registration for broker ",
         r"Replayed RegisterBrokerRecord modifying the registration for broker (?P<broker_id>\d+): "
         r"(?P<_rec>RegisterBrokerRecord\(.*\))",
-        version="3.6+", const={"d_registration": "modify"}, derive=registration_derive),
+        version="3.6+", const={"d_registration": "modify"}),
     Tpl("R_REG_INCARNATION", "controller_replayed", ("krc",), "Replayed RegisterBrokerRecord establishing a new incarnation of broker ",
         r"Replayed RegisterBrokerRecord establishing a new incarnation of broker (?P<broker_id>\d+): "
         r"(?P<_rec>RegisterBrokerRecord\(.*\))",
-        version="3.6+", const={"d_registration": "new incarnation"}, derive=registration_derive),
+        version="3.6+", const={"d_registration": "new incarnation"}),
     Tpl("R_UNREGISTER", "controller_replayed", ("krc",), "Replayed UnregisterBrokerRecord(",
-        r"Replayed (?P<_rec>UnregisterBrokerRecord\(.*\))", version="3.6+", derive=registration_derive),
+        r"Replayed (?P<_rec>UnregisterBrokerRecord\(.*\))", version="3.6+"),
     Tpl("R_REG_CHANGE", "controller_replayed", ("krc",), "Replayed ",
         r"Replayed (?P<record_type>FenceBrokerRecord|UnfenceBrokerRecord|BrokerRegistrationChangeRecord) "
         r"modifying the registration for broker (?P<broker_id>\d+): (?P<_rec>\w+\(.*\))",
-        contains=(" modifying the registration for broker ",), version="3.6+", derive=registration_derive),
+        contains=(" modifying the registration for broker ",), version="3.6+"),
     Tpl("R_TXN", "controller_replayed", ("krc",), "Replayed ",
         r"Replayed (?P<record_type>BeginTransactionRecord|EndTransactionRecord|AbortTransactionRecord)"
         r"\((?:name='(?P<d_name>.*)'|reason='(?P<d_reason>.*)'|name=null|reason=null)?\) at offset "
@@ -895,47 +908,43 @@ TEMPLATES: list[Tpl] = [
     # 3.3-3.5 registration texts
     Tpl("R_REGISTERED", "controller_replayed", ("krc",), "Registered new broker: ",
         r"Registered new broker: (?P<_rec>\w+\(.*\))", version="3.3-3.5",
-        const={"d_registration": "initial"}, derive=registration_derive),
+        const={"d_registration": "initial"}),
     Tpl("R_REREG_INCARNATION", "controller_replayed", ("krc",), "Re-registered broker incarnation: ",
         r"Re-registered broker incarnation: (?P<_rec>\w+\(.*\))", version="3.3-3.5",
-        const={"d_registration": "new incarnation"}, derive=registration_derive),
+        const={"d_registration": "new incarnation"}),
     Tpl("R_REREG_ID", "controller_replayed", ("krc",), "Re-registered broker id ",
         r"Re-registered broker id (?P<broker_id>\d+): (?P<_rec>\w+\(.*\))", version="3.3-3.5",
-        const={"d_registration": "modify"}, derive=registration_derive),
+        const={"d_registration": "modify"}),
     Tpl("R_UNREGISTERED", "controller_replayed", ("krc",), "Unregistered broker: ",
-        r"Unregistered broker: (?P<_rec>\w+\(.*\))", version="3.3-3.5", derive=registration_derive),
+        r"Unregistered broker: (?P<_rec>\w+\(.*\))", version="3.3-3.5"),
     Tpl("R_FENCED_OLD", "controller_replayed", ("krc",), "Fenced broker: ",
-        r"Fenced broker: (?P<_rec>\w+\(.*\))", version="3.3",
-        derive=lambda g: {**registration_derive(g), "fenced": F.lit(True)}),
+        r"Fenced broker: (?P<_rec>\w+\(.*\))", version="3.3", const={"fenced": True}),
     Tpl("R_UNFENCED_OLD", "controller_replayed", ("krc",), "Unfenced broker: ",
-        r"Unfenced broker: (?P<_rec>\w+\(.*\))", version="3.3",
-        derive=lambda g: {**registration_derive(g), "fenced": F.lit(False)}),
+        r"Unfenced broker: (?P<_rec>\w+\(.*\))", version="3.3", const={"fenced": False}),
     # ---------------- KRaft raft layer ----------------
     Tpl("RAFT_TRANSITION", "raft_state_transition", ("raft",), "Completed transition to ",
         r"Completed transition to (?P<d_state>\w+)\((?P<_state>.*)",
-        version=kraft_generation, derive=lambda g: _raft_derive(g)),
+        version="@kraft"),
     # ---------------- §2.1 leader-side ISR changes (kafka.cluster.Partition) ----------------
     Tpl("SHRINK", "isr_shrink", ("partition",), "Shrinking ISR from ",
         r"Shrinking ISR from (?P<d_old_isr>[\d,]*) to (?P<isr>[\d,]+)\. Leader: \(highWatermark: "
         r"(?P<high_watermark>" + N + r"|unknown), endOffset: (?P<d_leader_end_offset>" + N + r"|unknown)\)\. "
         r"Out of sync replicas: (?P<_oos>.*)\.",
-        version=lambda g: F.when(g("_oos").contains("lastCaughtUpTimeMs"), F.lit("3.6+")).otherwise(F.lit("2.6-3.5")),
-        fanout=("_oos", oos_fanout)),
+        version="@shrink",
+        fanout="_oos"),
     Tpl("EXPAND_26", "isr_expand", ("partition",), "Expanding ISR from ",
         r"Expanding ISR from (?P<d_old_isr>[\d,]*) to (?P<isr>[\d,]+)", version="2.6-2.7",
-        fanout=("isr", expand_fanout)),
+        fanout="isr"),
     Tpl("EXPAND_31", "isr_expand", ("partition",), "Submitting ISR state change PendingExpandIsr(",
-        r"Submitting ISR state change (?P<_pending>PendingExpandIsr\(.*\))", version="3.1+",
-        derive=pending_derive),
+        r"Submitting ISR state change (?P<_pending>PendingExpandIsr\(.*\))", version="3.1+"),
     Tpl("EXPAND_28", "isr_expand", ("partition",), "Enqueued ISR change to state ",
-        r"Enqueued ISR change to state LeaderAndIsr\(.*\) after transition to (?P<_pending>PendingExpandIsr\(.*\))",
-        contains=("PendingExpandIsr(",), version="2.8-3.0",
-        derive=lambda g: _pending_with_sent(g, "Enqueued ISR change to state ")),
-    Tpl("EXPAND_27", "isr_expand", ("partition",), "Sent `AlterIsr` request to change state to ",
-        r"Sent `AlterIsr` request to change state to LeaderAndIsr\(.*\) after transition to "
+        r"Enqueued ISR change to state " + _SENT_LAI + r"LeaderAndIsr\(.*\) after transition to "
         r"(?P<_pending>PendingExpandIsr\(.*\))",
-        contains=("PendingExpandIsr(",), version="2.7",
-        derive=lambda g: _pending_with_sent(g, "Sent `AlterIsr` request to change state to ")),
+        contains=("PendingExpandIsr(",), version="2.8-3.0"),
+    Tpl("EXPAND_27", "isr_expand", ("partition",), "Sent `AlterIsr` request to change state to ",
+        r"Sent `AlterIsr` request to change state to " + _SENT_LAI + r"LeaderAndIsr\(.*\) after transition to "
+        r"(?P<_pending>PendingExpandIsr\(.*\))",
+        contains=("PendingExpandIsr(",), version="2.7"),
     Tpl("ISR_UPDATED_26", "isr_updated", ("partition",), "ISR updated to [",
         r"ISR updated to (?P<isr>\[[\d,]*\]) and zkVersion updated to \[(?P<partition_epoch>\d+)\]",
         version="2.6-2.7"),
@@ -947,59 +956,58 @@ TEMPLATES: list[Tpl] = [
         contains=(" and version updated to [",), version="2.8-3.0"),
     Tpl("ISR_UPDATED_35", "isr_updated", ("partition",), "ISR updated to ",
         r"ISR updated to (?P<isr>[\d,]+) " + UNDER_MIN_ISR + r" and version updated to (?P<partition_epoch>\d+)",
-        contains_any=(" (under-min-isr) and version updated to ", "  and version updated to "), version="3.5+",
-        derive=under_min_isr),
+        contains_any=(" (under-min-isr) and version updated to ", "  and version updated to "), version="3.5+"),
     Tpl("ISR_UPDATED_31", "isr_updated", ("partition",), "ISR updated to ",
         r"ISR updated to (?P<isr>[\d,]+) and version updated to (?P<partition_epoch>\d+)", version="3.1-3.4"),
     # ---------------- §2.2 AlterPartition response handling (leader side) ----------------
     Tpl("AP_REJECTED", "alter_partition_failed", ("partition",), "Failed to alter partition to ",
         _FAILED_ALTER + r"since the controller rejected the request with (?P<error>[A-Z_]+)\. Partition state "
         r"has been reset to the latest committed state (?P<d_committed_state>.*)\.",
-        contains=(" since the controller rejected the request with ",), version="3.3+", derive=pending_derive),
+        contains=(" since the controller rejected the request with ",), version="3.3+"),
     Tpl("AP_UNKNOWN_TP", "alter_partition_failed", ("partition",), "Failed to alter partition to ",
         _FAILED_ALTER + r"since the controller doesn't know about this topic or partition\." + _AWAIT,
         contains=(" doesn't know about this topic or partition.",), version="3.3+",
-        const={"error": "UNKNOWN_TOPIC_OR_PARTITION"}, derive=pending_derive),
+        const={"error": "UNKNOWN_TOPIC_OR_PARTITION"}),
     Tpl("AP_UNKNOWN_TOPIC_ID", "alter_partition_failed", ("partition",), "Failed to alter partition to ",
         _FAILED_ALTER + r"since the controller doesn't know about this topic\." + _AWAIT,
         contains=(" doesn't know about this topic.",), version="3.3+",
-        const={"error": "UNKNOWN_TOPIC_ID"}, derive=pending_derive),
+        const={"error": "UNKNOWN_TOPIC_ID"}),
     Tpl("AP_FENCED", "alter_partition_failed", ("partition",), "Failed to alter partition to ",
         _FAILED_ALTER + r"since the leader epoch is old\." + _AWAIT,
         contains=(" since the leader epoch is old.",), version="3.3+",
-        const={"error": "FENCED_LEADER_EPOCH"}, derive=pending_derive),
+        const={"error": "FENCED_LEADER_EPOCH"}),
     Tpl("AP_BAD_VERSION", "alter_partition_failed", ("partition",), "Failed to alter partition to ",
         _FAILED_ALTER + r"because the partition epoch is invalid\." + _AWAIT,
         contains=(" because the partition epoch is invalid.",), version="3.3+",
-        const={"error": "INVALID_UPDATE_VERSION"}, derive=pending_derive),
+        const={"error": "INVALID_UPDATE_VERSION"}),
     Tpl("AP_INVALID", "alter_partition_failed", ("partition",), "Failed to alter partition to ",
         _FAILED_ALTER + r"because the request is invalid\." + _AWAIT,
         contains=(" because the request is invalid.",), version="3.3+",
-        const={"error": "INVALID_REQUEST"}, derive=pending_derive),
+        const={"error": "INVALID_REQUEST"}),
     # 3.2 texts end with "Giving up." and the OPERATION_NOT_ATTEMPTED one differs (§2.2, partly recorded).
     Tpl("AP_32", "alter_partition_failed", ("partition",), "Failed to alter partition to ",
         _FAILED_ALTER + r"(?P<d_reason>(?:since|because|due to) .*)",
-        version="3.2", derive=lambda g: {**pending_derive(g), "error": _reason_error(g("d_reason"))}),
+        version="3.2", uses=(ERROR_FROM_REASON,)),
     Tpl("AP_UNEXPECTED", "alter_partition_failed", ("partition",), "Failed to update ISR to ",
         r"Failed to update ISR to (?P<_pending>.*) due to unexpected (?P<error>[A-Z_]+)\. Retrying\.",
-        contains=(" due to unexpected ",), derive=pending_derive),
+        contains=(" due to unexpected ",)),
     # 2.8-3.1 DEBUG texts and 2.7 "Controller failed to update ISR", only partly recorded: loose.
     Tpl("AP_28", "alter_partition_failed", ("partition",), "Failed to update ISR to ",
         r"Failed to update ISR to (?P<_pending>Pending\w+\(.*?\)) (?P<d_reason>(?:since|due to) .*)",
-        version="2.8-3.1", derive=lambda g: {**pending_derive(g), "error": _reason_error(g("d_reason"))}),
+        version="2.8-3.1", uses=(ERROR_FROM_REASON,)),
     Tpl("AP_27", "alter_partition_failed", ("partition",), "Controller failed to update ISR to ",
         r"Controller failed to update ISR to (?P<_pending>Pending\w+\(.*?\)) (?P<d_reason>.*)",
-        version="2.7", derive=lambda g: {**pending_derive(g), "error": _reason_error(g("d_reason"))}),
+        version="2.7", uses=(ERROR_FROM_REASON,)),
     Tpl("AP_STALE_BE", "alter_partition_stale_broker_epoch", ("apm",), "Broker had a stale broker epoch (",
         r"Broker had a stale broker epoch \((?P<broker_epoch>" + N + r")\), retrying\.",
         const={"error": "STALE_BROKER_EPOCH"}),
     # ---------------- fetcher manager / log manager (§1.1) ----------------
     Tpl("FETCHER_REMOVED", "fetcher_removed", ("rfm",), "Removed fetcher for partitions ",
-        r"Removed fetcher for partitions (?P<_tps>\w*\(.*\))", fanout=("_tps", tp_set_fanout)),
+        r"Removed fetcher for partitions (?P<_tps>\w*\(.*\))", fanout="_tps"),
     Tpl("FETCHER_ADDED", "fetcher_added", ("rfm",), "Added fetcher to broker ",
         r"Added fetcher to broker (?:BrokerEndPoint\(id=(?P<leader>\d+), host=[^)]*\)|(?P<_leader2>\d+)) for "
         r"partitions (?P<_fmap>\w*\(.*\))",
-        derive=lambda g: {"leader": g("_leader2").try_cast(_INT)}, fanout=("_fmap", added_fetcher_fanout)),
+        fanout="_fmap"),
     Tpl("LOG_RENAMED", "log_deletion_scheduled", ("logmgr",), "Log for partition ",
         r"Log for partition " + TP + r" is renamed to (?P<d_dir>.*) and is scheduled for deletion",
         contains=(" and is scheduled for deletion",)),
@@ -1008,7 +1016,7 @@ TEMPLATES: list[Tpl] = [
     # ---------------- §4.3 log start offset ----------------
     Tpl("LSO", "log_start_offset_incremented", ("log",), "Incremented log start offset to ",
         r"Incremented log start offset to (?P<log_start_offset>\d+) due to (?P<d_reason>.+)",
-        version=lambda g: F.when(F.col("logger").endswith("UnifiedLog"), F.lit("3.1+")).otherwise(F.lit("2.6-3.0"))),
+        version="@lso"),
     # ---------------- §6.2 replica fetcher (follower side) ----------------
     Tpl("RF_OLDER", "fetch_epoch_error", ("rft",), "Partition ",
         r"Partition " + TP + r" has an older epoch \((?P<current_leader_epoch>" + N + r")\) than the current "
@@ -1032,11 +1040,11 @@ TEMPLATES: list[Tpl] = [
     Tpl("CLIENT_INVALID_METADATA", "produce_error", ("sender",), "Received invalid metadata error in produce request on partition ",
         r"Received invalid metadata error in produce request on partition " + TP + r" due to "
         r"(?P<d_exception>[\w.$]+): ?(?P<d_error_message>.*?) ?Going to request metadata update now",
-        const={"d_side": "client"}, derive=lambda g: {"error": exception_error(g("d_exception"))}),
+        const={"d_side": "client"}, uses=(ERROR_FROM_EXCEPTION,)),
 ]
 
 
-def _raft_derive(g: G) -> dict[str, Column]:
+def raft_derive(g: G) -> dict[str, Column]:
     """``Completed transition to <State>(..) [from <State>(..)]``: the new state's epoch and leader."""
     state = g("d_state")
     rest = g("_state")
@@ -1054,18 +1062,16 @@ def _raft_derive(g: G) -> dict[str, Column]:
     }
 
 
-def _pending_with_sent(g: G, head: str) -> dict[str, Column]:
-    """2.7-3.0 lines print the sent LeaderAndIsr before the PendingExpandIsr: read both."""
-    out = pending_derive(g)
-    sent = F.regexp_extract(F.col("_body"), "^" + re.escape(head) + r"(LeaderAndIsr\(.*?\)) after transition", 1)
+def sent_derive(g: G) -> dict[str, Column]:
+    """The sent LeaderAndIsr of a 2.7-3.0 expand line (``_sent``): wins over the pending state's values."""
+    sent = g("_sent")
     isr_list = F.regexp_extract(sent, r"isr=List(\([^)]*\))", 1)
-    out.update({
+    return {
         "leader": kv(sent, "leader").try_cast(_INT),
         "leader_epoch": kv(sent, "leaderEpoch").try_cast(_INT),
         "partition_epoch": F.coalesce(kv(sent, "zkVersion"), kv(sent, "partitionEpoch")).try_cast(_INT),
         "isr": F.when(isr_list != "", ints(isr_list)),
-    })
-    return out
+    }
 
 
 def _reason_error(reason: Column) -> Column:
@@ -1083,10 +1089,57 @@ def _reason_error(reason: Column) -> Column:
 
 
 # ----------------------------------------------------------------------------------------------
+# Derivations, keyed by group name (or by ``Tpl.uses``), version kinds and fan-outs
+# ----------------------------------------------------------------------------------------------
+
+# In priority order: when a template has several of these groups, the first one defining a column
+# gives its value (the sent LeaderAndIsr wins over the pending state, a printed LeaderAndIsr over
+# the plain new ISR).
+GROUP_DERIVES: list[tuple[str, Callable[[G], dict[str, Column]]]] = [
+    ("_sent", sent_derive),
+    ("_pending", pending_derive),
+    ("_isr_be", lai_derive),
+    ("_newisr", lambda g: new_isr(g("_newisr"))),
+    ("_preg", preg_derive),
+    ("_pcr", pcr_derive),
+    ("_diff", diff_derive),
+    ("_rec", registration_derive),
+    ("_state", raft_derive),
+    ("_umi", under_min_isr),
+    ("_no_leader", lambda g: {"d_isr_without_leader": F.when(g("_no_leader").isNotNull(), F.lit("true"))}),
+    ("_leader2", lambda g: {"leader": g("_leader2").try_cast(_INT)}),
+]
+USE_DERIVES: dict[str, Callable[[G], dict[str, Column]]] = {
+    LEADER_FROM_IDENT: lambda g: {"leader": F.col("_iid")},
+    CLE_FROM_LE: lambda g: {"current_leader_epoch": g("leader_epoch").try_cast(_INT)},
+    ERROR_FROM_EXCEPTION: lambda g: {"error": exception_error(g("d_exception"))},
+    ERROR_FROM_REASON: lambda g: {"error": _reason_error(g("d_reason"))},
+}
+VERSION_KINDS: dict[str, Callable[[G], Column]] = {
+    "@laips": laips_version,
+    "@lai": lai_version,
+    "@lai_if_printed": lambda g: F.when(g("partition_epoch").isNotNull(), lai_version(g)),
+    "@lice": lice_version,
+    "@stale_be": _stale_be_version,
+    "@kraft": kraft_generation,
+    "@shrink": lambda g: F.when(g("_oos").contains("lastCaughtUpTimeMs"), F.lit("3.6+")).otherwise(F.lit("2.6-3.5")),
+    "@lso": lambda g: F.when(F.col("logger").endswith("UnifiedLog"), F.lit("3.1+")).otherwise(F.lit("2.6-3.0")),
+}
+FANOUTS: dict[str, Callable[[G], Column]] = {
+    "_tps": tp_set_fanout,
+    "_fmap": added_fetcher_fanout,
+    "_brokers": broker_set_fanout,
+    "_oos": oos_fanout,
+    "isr": expand_fanout,
+    "_inel": ineligible_fanout,
+    "_summary": ack0_fanout,
+}
+
+# ----------------------------------------------------------------------------------------------
 # Compilation of the template table (import time; validates every regex with Python's engine)
 # ----------------------------------------------------------------------------------------------
 
-_SLOT_SEP = "\u0001"
+_SEP = "\u0001"
 _MATCH_MARK = "\u0002"
 _NAMED = re.compile(r"\(\?P<(\w+)>")
 _TYPES: dict[str, DataType] = {f.name: f.dataType for f in EVENT_SCHEMA.fields}
@@ -1095,6 +1148,15 @@ _TYPES: dict[str, DataType] = {f.name: f.dataType for f in EVENT_SCHEMA.fields}
 def _java(regex: str) -> str:
     """Python named groups -> plain Java groups (same numbering), anchored to the whole body."""
     return "^" + _NAMED.sub("(", regex) + "$"
+
+
+def _probe(name: str) -> Column:
+    """Stand-in group accessor: records which groups a derivation reads (to list its columns)."""
+    return F.lit(None).cast(_STR)
+
+
+def _unit_columns(fn: Callable[[G], dict[str, Column]]) -> set[str]:
+    return set(fn(_probe))
 
 
 def _compile() -> tuple[list[str], dict[str, re.Pattern[str]]]:
@@ -1107,9 +1169,18 @@ def _compile() -> tuple[list[str], dict[str, re.Pattern[str]]]:
         seen.add(t.tid)
         if t.event_type not in (None, MALFORMED) and t.event_type not in EVENT_TYPES:
             raise ValueError(f"{t.tid}: unknown event type {t.event_type}")
+        for u in t.uses:
+            if u not in USE_DERIVES:
+                raise ValueError(f"{t.tid}: unknown derivation {u}")
+        if t.version is not None and t.version.startswith("@") and t.version not in VERSION_KINDS:
+            raise ValueError(f"{t.tid}: unknown version kind {t.version}")
         if t.regex is None:
             continue
         pat = re.compile(t.regex)
+        if not pat.groupindex:
+            raise ValueError(f"{t.tid}: a template regex needs at least one named group")
+        if t.fanout is not None and (t.fanout not in FANOUTS or t.fanout not in pat.groupindex):
+            raise ValueError(f"{t.tid}: fan-out group {t.fanout} unknown or not in the regex")
         patterns[t.tid] = pat
         for name in pat.groupindex:
             if not (name.startswith(("d_", "_")) or name == "tp" or name in _TYPES):
@@ -1119,20 +1190,101 @@ def _compile() -> tuple[list[str], dict[str, re.Pattern[str]]]:
 
 
 SLOTS, _PATTERNS = _compile()
-_SLOT_INDEX = {n: i for i, n in enumerate(SLOTS)}
 _BY_TID = {t.tid: t for t in TEMPLATES}
+_TIDS = [t.tid for t in TEMPLATES]
+# Templates whose rows are parsed: a regex and an event type (event_type None = recognised, dropped).
+_ACTIVE = [t.regex is not None and t.event_type is not None for t in TEMPLATES]
 
 
-def _replacement(pat: re.Pattern[str]) -> str:
-    idx = pat.groupindex
-    return _MATCH_MARK + _SLOT_SEP.join(f"${idx[n]}" if n in idx else "" for n in SLOTS)
+def _positional_names(t: Tpl) -> list[str]:
+    """The template's named groups in group-number order (unnamed groups are not extracted)."""
+    pat = _PATTERNS[t.tid]
+    return [name for name, _ in sorted(pat.groupindex.items(), key=lambda kv_: kv_[1])]
 
 
-def _slot(name: str) -> Column:
-    """The string value of a capture group (null when the group is absent or empty)."""
+def _replacement(t: Tpl) -> str:
+    idx = _PATTERNS[t.tid].groupindex
+    return _MATCH_MARK + _SEP.join(f"${idx[n]}" for n in _positional_names(t))
+
+
+_GROUPS: list[list[str]] = [_positional_names(t) if a else [] for t, a in zip(TEMPLATES, _ACTIVE, strict=True)]
+# per template, per group name (SLOTS order): 0-based position in ``_g`` (None: no such group)
+_GROUP_TABLE: list[list[int | None]] = [[grp.index(n) if n in grp else None for n in SLOTS] for grp in _GROUPS]
+
+
+@functools.cache
+def _unit_plan() -> tuple[dict[str, list[int | None]], list[tuple[str, Callable[[G], dict[str, Column]]]]]:
+    """Per column, the derivation unit giving each template's value (first in priority order).
+
+    Built on first use (deriving the column lists needs a Spark context)."""
+    units: list[tuple[str, Callable[[G], dict[str, Column]]]] = list(GROUP_DERIVES) + list(USE_DERIVES.items())
+    cols_of = [_unit_columns(fn) for _, fn in units]
+    plan: dict[str, list[int | None]] = {}
+    for ti, (t, grp) in enumerate(zip(TEMPLATES, _GROUPS, strict=True)):
+        for ui, (key, _) in enumerate(units):
+            applies = key in grp if ui < len(GROUP_DERIVES) else key in t.uses
+            if not applies:
+                continue
+            for c in cols_of[ui]:
+                plan.setdefault(c, [None] * len(TEMPLATES))
+                if plan[c][ti] is None:
+                    plan[c][ti] = ui
+                # a constant wins over a derived value: only where that is meant
+                if c in t.const and c != "fenced":
+                    raise ValueError(f"{t.tid}: {c} is both a constant and derived")
+    return plan, units
+
+
+_CONST_COLS = sorted({c for t in TEMPLATES for c in t.const})
+
+
+_TABLE_SEP = "\u0003"
+
+
+def _sql(v: Any) -> str:
+    if v is None:
+        return "NULL"
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, (list, tuple)):
+        return "array(" + ", ".join(_sql(x) for x in v) + ")"
+    raise TypeError(v)
+
+
+@functools.cache
+def _table(values: tuple[Any, ...], type_sql: str) -> Column:
+    """A literal per-template list (one SQL expression: building it from F.lit calls is slow)."""
+    if type_sql == "string":
+        assert not any(_TABLE_SEP in (v or "") for v in values)
+        # split of one literal (constant-folded); "" stands for null, see _lookup
+        return F.split(F.lit(_TABLE_SEP.join(v or "" for v in values)), _TABLE_SEP, -1)
+    return F.expr(f"cast({_sql(list(values))} as array<{type_sql}>)")
+
+
+def _lookup(values: list[Any], dtype: DataType) -> Column:
+    """The entry of a per-template literal list for this row's template (``_tpl``)."""
+    type_sql = dtype.simpleString()
+    out = F.get(_table(tuple(values), type_sql), F.col("_tpl"))
+    return F.nullif(out, F.lit("")) if type_sql == "string" else out
+
+
+# per template, the position in ``_g`` of each group name (SLOTS order); staged per row as ``_pos``
+_SLOT_INDEX = {n: i for i, n in enumerate(SLOTS)}
+
+
+@functools.cache
+def _group(name: str) -> Column:
+    """The string value of a capture group of the row's template (null when absent or empty)."""
     if name not in _SLOT_INDEX:
         return F.lit(None).cast(_STR)
-    return F.col(f"_s{_SLOT_INDEX[name]}")
+    return F.nullif(F.get(F.col("_g"), F.get(F.col("_pos"), F.lit(_SLOT_INDEX[name]))), F.lit(""))
+
+
+@functools.cache
+def _unit_values(ui: int) -> dict[str, Column]:
+    return _unit_plan()[1][ui][1](_group)
 
 
 def _cast(s: Column, dtype: DataType) -> Column:
@@ -1143,27 +1295,28 @@ def _cast(s: Column, dtype: DataType) -> Column:
     return s.try_cast(dtype)
 
 
-def _case(pairs: list[tuple[list[str], Column]]) -> Column | None:
-    """CASE WHEN tid IN (..) THEN .. END over the templates that define a value (None if none do)."""
-    if not pairs:
+def _derived(col_name: str) -> Column | None:
+    """The derived value of a column: one expression per unit that defines it, picked by template."""
+    plan = _unit_plan()[0].get(col_name)
+    if plan is None:
         return None
+    unit = _lookup(plan, _INT)
     expr = None
-    for tids, value in pairs:
-        cond = F.col("_tid") == tids[0] if len(tids) == 1 else F.col("_tid").isin(*tids)
-        expr = F.when(cond, value) if expr is None else expr.when(cond, value)
+    for ui in sorted({u for u in plan if u is not None}):
+        value = _unit_values(ui)[col_name]
+        expr = F.when(unit == ui, value) if expr is None else expr.when(unit == ui, value)
     return expr
 
 
-def _grouped(items: list[tuple[Any, str]]) -> list[tuple[Any, list[str]]]:
-    """Group template ids sharing one key (a derive function, a constant...): one CASE branch each."""
-    out: dict[Any, tuple[Any, list[str]]] = {}
-    for key, tid in items:
-        out.setdefault(id(key) if callable(key) else key, (key, []))[1].append(tid)
-    return list(out.values())
+def _const(col_name: str, dtype: DataType) -> Column | None:
+    if col_name not in _CONST_COLS:
+        return None
+    return _lookup([t.const.get(col_name) for t in TEMPLATES], dtype)
 
 
 def _routing() -> Column:
-    """Nested CASE: logger family, then cheap startswith/contains per template -> template id."""
+    """Nested CASE: logger family, then cheap startswith/contains per template -> template index
+    (null for unknown lines and for recognised lines that carry no event)."""
     families: list[str] = []
     for t in TEMPLATES:
         for fam in t.families:
@@ -1173,7 +1326,7 @@ def _routing() -> Column:
     outer = None
     for fam in families:
         inner = None
-        for t in TEMPLATES:
+        for i, t in enumerate(TEMPLATES):
             if fam not in t.families:
                 continue
             pred = body.startswith(t.starts)
@@ -1184,7 +1337,8 @@ def _routing() -> Column:
                 for c in t.contains_any:
                     any_pred = body.contains(c) if any_pred is None else any_pred | body.contains(c)
                 pred = pred & any_pred
-            inner = F.when(pred, F.lit(t.tid)) if inner is None else inner.when(pred, F.lit(t.tid))
+            value = F.lit(i) if t.event_type is not None else F.lit(None).cast(_INT)
+            inner = F.when(pred, value) if inner is None else inner.when(pred, value)
         cond = _family_pred(fam)
         outer = F.when(cond, inner) if outer is None else outer.when(cond, inner)
     return outer
@@ -1196,11 +1350,6 @@ def _all_loggers() -> Column:
         p = _family_pred(fam)
         pred = p if pred is None else pred | p
     return pred
-
-
-def _barrier(df: DataFrame, name: str, expr: Column) -> DataFrame:
-    """Add ``expr`` as column ``name`` behind a Generate (explode of a one-element array)."""
-    return df.select("*", F.explode(F.array(expr)).alias(name))
 
 
 _IDENT_ID = r"(?:id=|broker=|broker |KafkaApi-|Controller |replicaId=|nodeId=)(-?\d+)"
@@ -1221,87 +1370,70 @@ def parse_kafka_log4j(records: DataFrame) -> DataFrame:
         .withColumn("_ident", F.when(has_ident, F.expr("substring(message, 2, instr(message, '] ') - 2)")))
         .withColumn("_body", F.when(has_ident, F.expr("substring(message, instr(message, '] ') + 2)"))
                     .otherwise(msg))
+        .withColumn("_tpl", _routing())
+        .where(F.col("_tpl").isNotNull())
     )
-    # Plan barriers: a one-element explode is a Generate, which the planner does not see through,
-    # so the big routing / regex CASE expressions are computed once and never inlined into their
-    # ~100 references (alias inlining made planning explode).
-    staged = _barrier(staged, "_tid", _routing())
-    ignored = [t.tid for t in TEMPLATES if t.event_type is None]
-    staged = staged.where(F.col("_tid").isNotNull() & ~F.col("_tid").isin(*ignored))
-
-    # One regex per row: the chosen template's pattern, all groups laid out in slot order.
-    replace_pairs = []
-    for t in TEMPLATES:
-        if t.regex is None or t.event_type is None:
-            continue
-        # Framing keeps a multi-line message whole (acks=0 produce failures): (?s) templates see it all.
-        replace_pairs.append(
-            ([t.tid], F.regexp_replace(F.col("_body"), F.lit(_java(t.regex)), F.lit(_replacement(_PATTERNS[t.tid]))))
-        )
-    m = _case(replace_pairs)
-    groups = F.when(m.startswith(_MATCH_MARK), F.split(F.substring(m, 2, 1 << 30), _SLOT_SEP, -1))
-    staged = _barrier(staged, "_g", groups)
-    # Every slot as its own column: later expressions reference attributes, keeping the plan small.
-    staged = staged.select("*", *[F.expr(f"nullif(_g[{i}], '')").alias(f"_s{i}") for i in range(len(SLOTS))])
+    # One regex per row: the chosen template's pattern (a column), all its groups laid out in its
+    # own group order by the replacement, then split into the array ``_g``.
+    pattern = _lookup([_java(t.regex) if a else None for t, a in zip(TEMPLATES, _ACTIVE, strict=True)], _STR)
+    repl = _lookup([_replacement(t) if a else None for t, a in zip(TEMPLATES, _ACTIVE, strict=True)], _STR)
+    m = F.call_function("regexp_replace", F.col("_body"), pattern, repl)
+    n_groups = _lookup([len(grp) for grp in _GROUPS], _INT)
+    g_arr = F.split(F.substring(F.col("_m"), 2, 1 << 30), _SEP, -1)
+    staged = staged.withColumn("_m", m).withColumn(
+        "_g", F.when(F.col("_m").startswith(_MATCH_MARK) & (F.size(g_arr) == n_groups), g_arr)
+    ).drop("_m")
     ident = F.col("_ident")
-    staged = staged.withColumn(
+    # Not a bare lookup (CASE is not "cheap"): computed once, never inlined into the group accessors.
+    pos_table = F.expr(f"cast({_sql(_GROUP_TABLE)} as array<array<int>>)")
+    staged = staged.withColumn("_pos", F.when(F.col("_tpl").isNotNull(), F.get(pos_table, F.col("_tpl"))))
+    staged = staged.withColumn("_tid", _lookup(_TIDS, _STR)).withColumn(
         "_iid", F.when(ident.isNotNull(), F.regexp_extract(ident, _IDENT_ID, 1)).try_cast(_INT)
     )
 
-    g: G = _slot
-    # ---- derived values and constants: one CASE branch per distinct function / constant ----
-    active = [t for t in TEMPLATES if t.regex is not None and t.event_type is not None]
-    derived: dict[str, list[tuple[list[str], Column]]] = {}
-    for fn, tids in _grouped([(t.derive, t.tid) for t in active if t.derive is not None]):
-        for col_name, expr in fn(g).items():
-            derived.setdefault(col_name, []).append((tids, expr))
-    consts: dict[str, list[tuple[list[str], Column]]] = {}
-    for (col_name, value_), tids in _grouped([((c, v), t.tid) for t in active for c, v in t.const.items()]):
-        consts.setdefault(col_name, []).append((tids, F.lit(value_)))
-    versions = [
-        (tids, F.lit(v) if isinstance(v, str) else v(g))
-        for v, tids in _grouped([(t.version, t.tid) for t in active if t.version is not None])
-    ]
-    fanouts = [(tids, fn(g)) for fn, tids in _grouped([(t.fanout[1], t.tid) for t in active if t.fanout])]
-    fan_src = [(tids, g(src)) for src, tids in _grouped([(t.fanout[0], t.tid) for t in active if t.fanout])]
-    fan_tids = [t.tid for t in active if t.fanout]
+    g: G = _group
 
     def value(col_name: str) -> Column:
+        dtype = _TYPES[col_name]
         parts: list[Column] = []
         if col_name in _SLOT_INDEX:
-            parts.append(_cast(g(col_name), _TYPES[col_name]))
-        d = _case(derived.get(col_name, []))
-        if d is not None:
-            parts.append(d.cast(_TYPES[col_name]))
-        c = _case(consts.get(col_name, []))
+            parts.append(_cast(g(col_name), dtype))
+        c = _const(col_name, dtype)
         if c is not None:
-            parts.append(c.cast(_TYPES[col_name]))
+            parts.append(c)
+        d = _derived(col_name)
+        if d is not None:
+            parts.append(d.cast(dtype))
         if not parts:
-            return F.lit(None).cast(_TYPES[col_name])
+            return F.lit(None).cast(dtype)
         return parts[0] if len(parts) == 1 else F.coalesce(*parts)
 
     tp = g("tp")
     tp_partition = F.substring_index(tp, "-", -1)
-    tp_col = f"_s{_SLOT_INDEX['tp']}"
-    tp_topic = F.expr(f"substring({tp_col}, 1, length({tp_col}) - length(substring_index({tp_col}, '-', -1)) - 1)")
+    tp_topic = F.substr(tp, F.lit(1), F.length(tp) - F.length(tp_partition) - 1)
     ident_tp = F.regexp_extract(ident, r"^(?:Partition |(?:Unified)?Log partition=)([^ ,]+)", 1)
     ident_tp = F.when(ident_tp != "", ident_tp)
     ident_topic = F.regexp_extract(ident_tp, r"^(.*)-\d+$", 1)
-    is_ctrl_ident = (
-        ident.startswith("Controller ") | ident.startswith("QuorumController id=")
-    )
+    is_ctrl_ident = ident.startswith("Controller ") | ident.startswith("QuorumController id=")
     ident_epoch = F.regexp_extract(ident, r" epoch=(\d+)", 1)
     ident_leader = F.regexp_extract(ident, r"leaderId=(\d+)", 1)
 
-    fan_case = _case(fanouts)
-    staged = _barrier(staged, "_fan", fan_case if fan_case is not None else F.lit(None).cast(ArrayType(FAN_STRUCT)))
-    staged = staged.withColumn("_fan_src", _case(fan_src))
-    has_fan = F.col("_tid").isin(*fan_tids)
+    # Fan-out: one generic list per row, keyed by the name of the group holding it.
+    fan_kind = _lookup([t.fanout if a else None for t, a in zip(TEMPLATES, _ACTIVE, strict=True)], _STR)
+    fan_case = None
+    for src, fn in FANOUTS.items():
+        fan_case = F.when(fan_kind == src, fn(g)) if fan_case is None else fan_case.when(fan_kind == src, fn(g))
+    fan_pos = _lookup([grp.index(t.fanout) if t.fanout and grp else None
+                       for t, grp in zip(TEMPLATES, _GROUPS, strict=True)], _INT)
+    staged = staged.withColumn("_fan", fan_case).withColumn(
+        "_fan_src", F.nullif(F.get(F.col("_g"), fan_pos), F.lit(""))
+    )
+    has_fan = fan_kind.isNotNull()
     matched = F.col("_g").isNotNull()
     fan_bad = has_fan & (F.size("_fan") == 0) & F.col("_fan_src").rlike(r"\d")
-    et_map = F.create_map(*[F.lit(x) for t in TEMPLATES if t.event_type for x in (t.tid, t.event_type)])
     reason = (
-        F.when(~F.col("_tid").isin(*_PATTERNS.keys()), F.concat(F.lit("no known variant of "), F.col("_tid")))
+        F.when(~_lookup([t.regex is not None for t in TEMPLATES], _BOOL),
+               F.concat(F.lit("no known variant of "), F.col("_tid")))
         .when(~matched, F.concat(F.lit("template "), F.col("_tid"), F.lit(" did not match")))
         .when(fan_bad, F.concat(F.lit("template "), F.col("_tid"), F.lit(": list not parsed")))
     )
@@ -1315,16 +1447,21 @@ def parse_kafka_log4j(records: DataFrame) -> DataFrame:
     cols: list[Column] = [F.col(c) for c in PROVENANCE] + [
         "event_time", "level", "logger", "raw", "_tid", "_reason", "_fan", "_iid",
     ]
-    cols.append(F.when(F.col("_reason").isNull(), et_map[F.col("_tid")]).otherwise(F.lit(MALFORMED))
-                .alias("event_type"))
+    cols.append(F.when(F.col("_reason").isNull(), _lookup([t.event_type for t in TEMPLATES], _STR))
+                .otherwise(F.lit(MALFORMED)).alias("event_type"))
     cols.append(F.coalesce(value("broker_id"), F.col("_iid"), F.col("host_id")).alias("broker_id"))
-    topic_direct = value("topic")
-    cols.append(F.coalesce(F.when(tp.isNotNull(), tp_topic), topic_direct,
+    cols.append(F.coalesce(F.when(tp.isNotNull(), tp_topic), value("topic"),
                            F.when(ident_topic != "", ident_topic)).alias("topic"))
     cols.append(F.coalesce(tp_partition.try_cast(_INT), value("partition"),
                            F.regexp_extract(ident_tp, r"-(\d+)$", 1).try_cast(_INT)).alias("partition"))
     cols.append(value("topic_id").alias("topic_id"))
-    cols.append(_case(versions).alias("kafka_version_hint"))
+    version_kind = _lookup([t.version if t.version and t.version.startswith("@") else None for t in TEMPLATES], _STR)
+    version = None
+    for kind, fn in VERSION_KINDS.items():
+        version = F.when(version_kind == kind, fn(g)) if version is None else version.when(version_kind == kind, fn(g))
+    literal_version = _lookup([t.version if t.version and not t.version.startswith("@") else None
+                               for t in TEMPLATES], _STR)
+    cols.append(F.coalesce(literal_version, version).alias("kafka_version_hint"))
     for c in typed_cols:
         v = value(c)
         if c == "controller_id":
@@ -1336,21 +1473,16 @@ def parse_kafka_log4j(records: DataFrame) -> DataFrame:
         # A malformed row keeps its provenance and ident values only.
         cols.append(F.when(F.col("_reason").isNull(), v).alias(c))
 
-    # details: every d_<key> from groups, derives, constants and fan-out elements, plus the template id.
+    # details: every d_<key> from groups, constants, derivations and fan-out elements, plus the template id.
     detail_keys = sorted(
         {n for n in SLOTS if n.startswith("d_")}
-        | {k for k in derived if k.startswith("d_")}
-        | {k for k in consts if k.startswith("d_")}
+        | {k for k in _unit_plan()[0] if k.startswith("d_")}
+        | {k for k in _CONST_COLS if k.startswith("d_")}
         | {n for n, _ in FAN_FIELDS if n.startswith("d_")}
     )
     kv_cols: list[Column] = [F.lit("template"), F.col("_tid")]
     for k in detail_keys:
-        parts = []
-        if k in _SLOT_INDEX:
-            parts.append(g(k))
-        for src in (_case(derived.get(k, [])), _case(consts.get(k, []))):
-            if src is not None:
-                parts.append(src.cast(_STR))
+        parts = [p for p in (g(k) if k in _SLOT_INDEX else None, _const(k, _STR), _derived(k)) if p is not None]
         v = parts[0] if len(parts) == 1 else F.coalesce(*parts) if parts else F.lit(None).cast(_STR)
         kv_cols += [F.lit(k[2:]), v]
     cols.append(F.map_filter(F.create_map(*kv_cols), lambda k, v: v.isNotNull()).alias("_details"))
