@@ -66,9 +66,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _setup_logging(debug: bool) -> None:
+    from rich.console import Console
     from rich.logging import RichHandler
 
-    handler = RichHandler(show_path=False, markup=False, rich_tracebacks=debug)
+    # Logs and progress go to stderr: stdout carries only the --json summary.
+    handler = RichHandler(console=Console(stderr=True), show_path=False, markup=False, rich_tracebacks=debug)
     logging.basicConfig(level=logging.DEBUG if debug else logging.INFO, handlers=[handler], format="%(message)s")
     for noisy in ("py4j", "pyspark", "great_expectations", "urllib3", "deltalake"):
         logging.getLogger(noisy).setLevel(logging.WARNING)

@@ -43,9 +43,10 @@ from jobs.config import AppConfig
 from jobs.storage import LakeStorage
 from transforms.accounting import file_accounting, line_status_for_files, line_status_for_logs
 from transforms.parse import MALFORMED
-from transforms.parse.dispatch import parse_file_lines, parse_records
+from transforms.parse.dispatch import file_parser_outputs, record_parser_outputs
 from transforms.parse.file_kinds import base_file_name, copy_time, detect_file_kind
 from transforms.records import frame_log_lines
+from transforms.schema import EVENT_SCHEMA
 
 log = logging.getLogger(__name__)
 
@@ -393,7 +394,8 @@ def read_lines(spark: SparkSession, tasks: list[ReadTask], config: AppConfig) ->
         for t in tasks
     ]
     task_df = spark.createDataFrame(rows, TASK_SCHEMA)
-    task_df = task_df.repartition(max(1, min(len(rows), 64)), "file_id")
+    # A few files per task: one Python task per file costs more in scheduling than in reading.
+    task_df = task_df.repartition(max(1, min(len(rows) // 4, 32)), "file_id")
     return task_df.mapInArrow(_read_lines, LINES_SCHEMA)
 
 
@@ -423,13 +425,21 @@ def _consumed(storage: LakeStorage) -> dict[str, dict]:
     return {r["file_id"]: r.asDict() for r in rows.collect()}  # one row per file: small
 
 
-def parse_lines(lines: DataFrame, source_time_zone: str) -> DataFrame:
-    """lines -> every parser's output in the bronze schema (``__malformed__`` rows included)."""
+def stage_parsed(spark: SparkSession, lines: DataFrame, source_time_zone: str, staging: str) -> DataFrame:
+    """Run every parser over ``lines``, staging each parser's output as Parquet; return their union.
+
+    One Spark action per parser keeps each plan small (a union of all parser plans is large
+    enough to exhaust a 2 GB driver while it is optimised), and each is planned exactly once.
+    """
     is_log = F.col("log_kind").isin(*LOG_KINDS)
     records, _ = frame_log_lines(lines.where(is_log & ~_unparseable()), source_time_zone)
-    record_events = parse_records(records)
-    file_events = parse_file_lines(lines.where(~is_log & ~_unparseable()), source_time_zone)
-    return record_events.unionByName(file_events)
+    records.write.mode("overwrite").parquet(f"{staging}/records")
+    records = spark.read.parquet(f"{staging}/records")
+    file_lines = lines.where(~is_log & ~_unparseable())
+    outputs = record_parser_outputs(records) + file_parser_outputs(file_lines, source_time_zone)
+    for name, parsed in outputs:
+        parsed.write.mode("overwrite").parquet(f"{staging}/parsed/{name}")
+    return spark.read.schema(EVENT_SCHEMA).parquet(*[f"{staging}/parsed/{name}" for name, _ in outputs])
 
 
 def line_statuses(lines: DataFrame, parsed: DataFrame, source_time_zone: str) -> DataFrame:
@@ -467,8 +477,7 @@ def ingest(
     staging = f"{storage.lake.rstrip('/')}/_staging/{run_id}"
     read_lines(spark, plan.tasks, config).write.mode("overwrite").parquet(f"{staging}/lines")
     lines = spark.read.parquet(f"{staging}/lines")
-    parse_lines(lines, config.ingest.source_time_zone).write.mode("overwrite").parquet(f"{staging}/parsed")
-    parsed = spark.read.parquet(f"{staging}/parsed")
+    parsed = stage_parsed(spark, lines, config.ingest.source_time_zone, staging)
     line_statuses(lines, parsed, config.ingest.source_time_zone).write.mode("overwrite").parquet(
         f"{staging}/status"
     )

@@ -63,18 +63,18 @@ def _empty_events(source: DataFrame) -> DataFrame:
     return finish_events(source.limit(0).select("file_id", "line_number", F.lit("none").alias("event_type")))
 
 
-def parse_records(records: DataFrame) -> DataFrame:
-    """Every record parser on the records it reads; bronze-schema rows (malformed rows included)."""
+def record_parser_outputs(records: DataFrame) -> list[tuple[str, DataFrame]]:
+    """(parser name, bronze-schema rows incl. malformed) for every record parser, on its records."""
     outputs = []
     for module, name, selects in RECORD_PARSERS:
         parser = _load(module, name)
         if parser is not None:
-            outputs.append(finish_events(parser(records.where(selects()))))
-    return _union(outputs, _empty_events(records))
+            outputs.append((name, finish_events(parser(records.where(selects())))))
+    return outputs
 
 
-def parse_file_lines(lines: DataFrame, source_time_zone: str = "UTC") -> DataFrame:
-    """Every file-level parser on the lines of its file kinds."""
+def file_parser_outputs(lines: DataFrame, source_time_zone: str = "UTC") -> list[tuple[str, DataFrame]]:
+    """(parser name, bronze-schema rows incl. malformed) for every file-level parser, on its file kinds."""
     outputs = []
     for module, name, kinds in FILE_PARSERS:
         parser = _load(module, name)
@@ -83,7 +83,17 @@ def parse_file_lines(lines: DataFrame, source_time_zone: str = "UTC") -> DataFra
         selected = lines.where(F.col("log_kind").isin(*kinds))
         # Checkpoint copy suffixes are host-local times: they need the configured zone.
         if "source_time_zone" in inspect.signature(parser).parameters:
-            outputs.append(finish_events(parser(selected, source_time_zone=source_time_zone)))
+            outputs.append((name, finish_events(parser(selected, source_time_zone=source_time_zone))))
         else:
-            outputs.append(finish_events(parser(selected)))
-    return _union(outputs, _empty_events(lines))
+            outputs.append((name, finish_events(parser(selected))))
+    return outputs
+
+
+def parse_records(records: DataFrame) -> DataFrame:
+    """Every record parser on the records it reads, as one DataFrame."""
+    return _union([df for _, df in record_parser_outputs(records)], _empty_events(records))
+
+
+def parse_file_lines(lines: DataFrame, source_time_zone: str = "UTC") -> DataFrame:
+    """Every file-level parser on the lines of its file kinds, as one DataFrame."""
+    return _union([df for _, df in file_parser_outputs(lines, source_time_zone)], _empty_events(lines))
