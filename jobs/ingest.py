@@ -293,33 +293,28 @@ def plan_reads(files: list[InputFile], consumed: dict[str, dict]) -> FilePlan:
 
 # --- executor side: bytes -> lines ---------------------------------------------------------------
 
+# Where a line comes from: carried on every task and every line row.
+_PROVENANCE_FIELDS = [
+    StructField("file_id", StringType()),
+    StructField("source_file", StringType()),
+    StructField("file_name", StringType()),
+    StructField("cluster_id", StringType()),
+    StructField("host_id", IntegerType()),
+    StructField("file_order", LongType()),
+    StructField("log_kind", StringType()),
+]
+
 TASK_SCHEMA = StructType(
-    [
-        StructField("file_id", StringType()),
-        StructField("source_file", StringType()),
-        StructField("file_name", StringType()),
-        StructField("cluster_id", StringType()),
-        StructField("host_id", IntegerType()),
-        StructField("file_order", LongType()),
-        StructField("log_kind", StringType()),
-        StructField("compressed", StringType()),
-        StructField("start_byte", LongType()),
-        StructField("start_line", LongType()),
-        StructField("end_byte", LongType()),
-        StructField("max_line_chars", LongType()),
-        StructField("batch_lines", LongType()),
+    _PROVENANCE_FIELDS
+    + [
+        StructField(name, LongType() if name != "compressed" else StringType())
+        for name in ("compressed", "start_byte", "start_line", "end_byte", "max_line_chars", "batch_lines")
     ]
 )
 
 LINES_SCHEMA = StructType(
-    [
-        StructField("file_id", StringType()),
-        StructField("source_file", StringType()),
-        StructField("file_name", StringType()),
-        StructField("cluster_id", StringType()),
-        StructField("host_id", IntegerType()),
-        StructField("file_order", LongType()),
-        StructField("log_kind", StringType()),
+    _PROVENANCE_FIELDS
+    + [
         StructField("line_number", LongType()),
         StructField("text", StringType()),
         StructField("line_chars", LongType()),
