@@ -554,8 +554,15 @@ class KafkaSim:
         return f"{self.hostdir(b)}/kafka-dump-log/{p.tp}-00000000000000000000.log.txt"
 
     def append(self, b: int, p: Partition, batch: Batch) -> None:
-        """Append ``batch`` to ``b``'s replica (dump line, epoch cache, LEO)."""
+        """Append ``batch`` to ``b``'s replica (dump line, epoch cache, LEO).
+
+        A replica's log has no holes: a follower fetches sequentially, so batches it missed below
+        ``batch.base`` are copied first (else its first batch of an epoch would start past the epoch
+        leader's start offset, a real ``epoch_start_offset_divergence`` the truth does not record).
+        """
         rep = p.replicas[b]
+        if batch.base > rep.leo:
+            self.copy_missing(b, p, batch.base)
         rel = self.dump_rel(b, p)
         if not rep.dump_started:
             self.sink.write(rel, dumps.header(self.v, f"{DATA_DIR}/{p.tp}/00000000000000000000.log"))
@@ -566,6 +573,14 @@ class KafkaSim:
         rep.assign_epoch(batch.epoch, batch.base)
         rep.leo = batch.last + 1
         self.stats["segment_batch"] += 1
+
+    def copy_missing(self, b: int, p: Partition, upto: int) -> None:
+        """Silently copy to ``b`` the leader's batches from ``b``'s LEO up to offset ``upto``
+        (replication that the request log does not show)."""
+        rep = p.replicas[b]
+        for batch in list(p.recent):
+            if rep.leo <= batch.base < upto:
+                self.append(b, p, batch)
 
     def make_batch(self, t: int, p: Partition, epoch: int, base: int) -> Batch:
         """A producer batch (CreateTime = the producer's clock, not a broker's)."""
@@ -659,6 +674,9 @@ class KafkaSim:
         corr = self.next_corr(ld + 500)
         tc = t + 5
         if ok:
+            # the leader proposes the join once the replica reached its log end: a joining replica
+            # holds every batch, so it can never be elected without data the ISR acknowledged
+            self.copy_missing(r, p, p.leo)
             ch = self.change(p).set_isr(new_isr)
             applied = self.kraft_apply_changes(tc, [], [(p, ch)])
             new = applied[0][2]
@@ -689,6 +707,7 @@ class KafkaSim:
         if ld < 0 or r in s.isr:
             return
         new_isr = tuple(sorted(s.isr + (r,), key=s.replicas.index))
+        self.copy_missing(r, p, p.leo)  # caught up before the join (see kraft_expand_isr)
         new = self.change(p).set_isr(new_isr).build()
         if self.v.at_least("2.7"):
             corr = self.next_corr(ld + 500)
