@@ -130,7 +130,8 @@ def partition_states(events: Iterable[Event]) -> list[Event]:
     """KRaft partition decisions replayed with explicit state (PartitionRegistration.merge).
 
     Returns dicts: cluster_id, topic, topic_id, partition, metadata_offset, commit_offset, leader,
-    leader_epoch, partition_epoch, isr, event_id, event_time, next_commit_offset — sorted by
+    leader_epoch, partition_epoch, isr, event_id, event_time, next_commit_offset (the next state's
+    commit point, or the topic id's RemoveTopicRecord commit point if that comes first) — sorted by
     (cluster, topic id, partition, offset).
     """
     events = list(events)
@@ -173,13 +174,23 @@ def partition_states(events: Iterable[Event]) -> list[Event]:
                 **s,
             }
         )
+    removed: dict[tuple, int] = {}  # (cluster, topic id) -> commit point of its RemoveTopicRecord
+    for t in committed_metadata(events, ("md_remove_topic",)):
+        if t.get("topic_id") is not None:
+            k = (t["cluster_id"], t["topic_id"])
+            removed[k] = min(removed.get(k, t["commit_offset"]), t["commit_offset"])
     for a, b in zip(out, out[1:] + [None], strict=True):
         same = b is not None and (a["cluster_id"], a["topic_id"], a["partition"]) == (
             b["cluster_id"],
             b["topic_id"],
             b["partition"],
         )
-        a["next_commit_offset"] = b["commit_offset"] if same else None
+        nxt = b["commit_offset"] if same else None
+        # a removed topic's partitions hold no state from the removal's commit point on
+        gone = removed.get((a["cluster_id"], a["topic_id"]))
+        if gone is not None and gone >= a["commit_offset"]:
+            nxt = gone if nxt is None else min(nxt, gone)
+        a["next_commit_offset"] = nxt
     return out
 
 

@@ -74,6 +74,9 @@ class History:
         return self.md("md_partition_change", offset, topic_id=topic_id, partition=partition,
                        leader=leader, isr=isr, **kw)
 
+    def remove_topic(self, offset: int, topic_id: str = "T1", **kw: Any) -> dict[str, Any]:
+        return self.md("md_remove_topic", offset, topic_id=topic_id, **kw)
+
     def register(self, offset: int, broker: int, be: int, fenced: bool | None = False,
                  ics: bool | None = None, **kw: Any) -> dict[str, Any]:
         return self.md("md_register_broker", offset, broker_id=broker, broker_epoch=be, fenced=fenced,

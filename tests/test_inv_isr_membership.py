@@ -77,6 +77,27 @@ def episode_spans_isr_changes(h):
     h.change(7, isr=[1], t=4)
 
 
+@scenario
+def fenced_after_topic_removed(h):
+    """kraft-1 clicks-0 (data/samples): brokers fenced after RemoveTopicRecord; the partition is gone."""
+    base(h)
+    h.batch(5, 5, t=2)
+    h.remove_topic(5, t=2)
+    h.batch(6, 6, t=3)
+    h.reg_change(6, broker=3, be=30, fenced=True, t=3)
+    h.batch(7, 7, t=4)
+    h.reg_change(7, broker=2, be=20, ics=True, t=4)
+
+
+@scenario
+def fenced_then_topic_removed(h):
+    base(h)
+    h.batch(5, 5, t=2)
+    h.reg_change(5, broker=3, be=30, fenced=True, t=2)
+    h.batch(6, 6, t=3)
+    h.remove_topic(6, t=3)
+
+
 def _join(h: History, t: float = 21, off: int = 6) -> None:
     """Broker 3 re-registers (BE 40) at offset 5, t=20; the ISR [1, 2] -> [1, 2, 3] commits at ``off``."""
     h.batch(5, 5, t=20)
@@ -215,6 +236,15 @@ def test_fenced_replica_in_isr_across_batches(results):
 
 def test_batch_that_fences_and_removes_is_clean(results):
     assert _of(results, "fence_and_remove_same_batch") == []
+
+
+def test_regression_no_fenced_replica_after_topic_removal(results):
+    assert _of(results, "fenced_after_topic_removed") == []
+
+
+def test_fenced_replica_reported_before_topic_removal(results):
+    (v,) = _of(results, "fenced_then_topic_removed")
+    assert (v["invariant"], v["broker_id"], v["leader_epoch"]) == ("fenced_replica_in_isr", 3, 0)
 
 
 def test_controlled_shutdown_replica_in_isr(results):

@@ -51,6 +51,21 @@ def _kraft_txn() -> History:
     return h
 
 
+def _kraft_removed() -> History:
+    h = History("removed")
+    h.batch(0, 1)
+    h.topic(0)
+    h.partition(1, isr=[1, 2, 3])
+    h.batch(2, 2)
+    h.change(2, isr=[1, 2])
+    h.batch(3, 3)
+    h.remove_topic(3)  # the partition ceases to exist at commit point 3
+    h.batch(4, 5)
+    h.topic(4, topic_id="T2")  # recreated under a new id: its own, open-ended states
+    h.partition(5, isr=[2, 3], topic_id="T2")
+    return h
+
+
 def _zk() -> History:
     h = History("zk")
     # controller 3 (epoch 9) log present: its own decisions
@@ -106,7 +121,7 @@ def _ce_views() -> History:
 
 @pytest.fixture(scope="module")
 def silver(spark):
-    hs = [_kraft_replay(), _kraft_txn(), _zk(), _registrations(), _ce_views()]
+    hs = [_kraft_replay(), _kraft_txn(), _kraft_removed(), _zk(), _registrations(), _ce_views()]
     events = to_df(spark, [r for h in hs for r in h.rows])
     cfg = CheckConfig()
     return {name: [r.asDict() for r in fn(events, cfg).collect()] for name, fn in SILVER_BUILDERS.items()}
@@ -151,6 +166,12 @@ def test_kraft_commit_points_and_transactions(silver):
         # offset 13 sits in a transaction that never ended: not committed
     ]
     assert [r["next_commit_offset"] for r in rows] == [3, 3, 10, 11, None]
+
+
+def test_kraft_topic_removal_ends_the_partition_state(silver):
+    rows = _timeline(silver, "removed")
+    got = [(r["topic_id"], r["commit_offset"], r["next_commit_offset"], r["isr"]) for r in rows]
+    assert got == [("T1", 1, 2, [1, 2, 3]), ("T1", 2, 3, [1, 2]), ("T2", 5, None, [2, 3])]
 
 
 def test_zk_own_decisions_and_stand_ins(silver):

@@ -27,6 +27,8 @@ if TYPE_CHECKING:  # a runtime import would cycle: transforms.invariants imports
 
 # Bronze event types a builder reads (so callers can prune before building).
 KRAFT_PARTITION_TYPES = ("md_partition", "md_partition_change")
+# RemoveTopicRecord: the topic id's partitions cease to exist at its commit point.
+KRAFT_TOPIC_REMOVAL_TYPES = ("md_remove_topic",)
 KRAFT_TXN_TYPES = ("md_begin_transaction", "md_end_transaction", "md_abort_transaction")
 KRAFT_BROKER_TYPES = (
     "md_register_broker",
@@ -382,7 +384,8 @@ def partition_timeline(events: DataFrame, config: CheckConfig) -> DataFrame:
     replicas (the full state AFTER the decision), event_time, metadata_offset, controller_id,
     controller_epoch (ZK: the logging/sending controller's epoch; KRaft: the batch's quorum
     epoch), event_id, commit_offset (KRaft: the decision becomes visible at this commit point),
-    next_commit_offset (KRaft: the next decision's commit offset: the state holds for commit
+    next_commit_offset (KRaft: the next decision's commit offset, or the commit point of the
+    RemoveTopicRecord that deletes the topic id if that comes first: the state holds for commit
     points in [commit_offset, next_commit_offset); equal values mean it was superseded inside its
     own batch/transaction), is_leader_change (first decision, or leader differs from the
     previous decision's leader; order by (topic_id, decision_seq) — ZK/Redpanda rows have no
@@ -398,10 +401,28 @@ def partition_timeline(events: DataFrame, config: CheckConfig) -> DataFrame:
     w = Window.partitionBy(*key).orderBy("decision_seq")
     prev_leader = F.lag("leader").over(w)
     first = F.lag("decision_seq").over(w).isNull()
+    # A removed topic's partitions hold no state after the removal's commit point.
+    removed = F.when(F.col("_removed_at") >= F.col("commit_offset"), F.col("_removed_at"))
     return (
         allrows.withColumn("is_leader_change", first | ~prev_leader.eqNullSafe(F.col("leader")))
-        .withColumn("next_commit_offset", F.lead("commit_offset").over(w))
+        .join(F.broadcast(topic_removals(events)), ["cluster_id", "topic_id"], "left")
+        .withColumn("next_commit_offset", F.least(F.lead("commit_offset").over(w), removed))
         .select(*TIMELINE_COLUMNS)
+    )
+
+
+def topic_removals(events: DataFrame) -> DataFrame:
+    """KRaft topic removals: (cluster_id, topic_id, _removed_at = the RemoveTopicRecord's commit point).
+
+    ReplicationControlManager drops every partition of the topic id when it replays the record,
+    so no partition state of that id holds at or after that commit point (a recreated topic gets
+    a new topic id and its own states).
+    """
+    return (
+        committed_metadata_records(events, KRAFT_TOPIC_REMOVAL_TYPES)
+        .where(F.col("topic_id").isNotNull())
+        .groupBy("cluster_id", "topic_id")
+        .agg(F.min("commit_offset").alias("_removed_at"))
     )
 
 
