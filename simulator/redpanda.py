@@ -54,7 +54,8 @@ def run_redpanda(cfg: SimConfig, sink: FileSink, truth: Truth, rng: random.Rando
         for i in range(per + (1 if ti < extra else 0)):
             reps = [(g + k) % len(nodes) for k in range(3)]
             groups.append({"topic": topic, "partition": i, "group": g + 1, "replicas": reps, "term": 0,
-                           "leader": None, "shard": g % 4, "node_term": {r: 0 for r in reps}})
+                           "leader": None, "shard": g % 4, "node_term": {r: 0 for r in reps},
+                           "logged_term": {r: 0 for r in reps}})
             g += 1
 
     def write(n: int, t: int, level: str, grp: dict[str, Any], src: str, msg: str) -> int:
@@ -84,6 +85,7 @@ def run_redpanda(cfg: SimConfig, sink: FileSink, truth: Truth, rng: random.Rando
                 write(v, t + 3, "INFO", grp, "consensus.cc:1867",
                       f"Received vote request with larger term from node {_node(cand)}, received {term}, current {cur}")
                 grp["node_term"][v] = term
+                grp["logged_term"][v] = max(grp["logged_term"][v], cur)
                 if grp["leader"] == v:
                     write(v, t + 4, "INFO", grp, "consensus.cc:2904",
                           f"[candidate_term_greater] Stepping down as leader in term {cur}, dirty offset {5000 + term}")
@@ -92,6 +94,7 @@ def run_redpanda(cfg: SimConfig, sink: FileSink, truth: Truth, rng: random.Rando
         write(cand, t + 8, "INFO", grp, "vote_stm.cc:265", f"becoming the leader term:{term}")
         lt = write(cand, t + 15, "INFO", grp, "vote_stm.cc:280", f"became the leader term: {term}")
         grp["node_term"][cand] = term
+        grp["logged_term"][cand] = max(grp["logged_term"][cand], term)
         if not claim_only:
             grp["term"], grp["leader"] = term, cand
         stats["election"] += 1
@@ -119,15 +122,22 @@ def run_redpanda(cfg: SimConfig, sink: FileSink, truth: Truth, rng: random.Rando
                 lt1 = elect(t, grp, cand)
                 lt2 = write(first, t + 3000, "INFO", grp, "vote_stm.cc:265", f"becoming the leader term:{grp['term']}")
                 lt2 = write(first, t + 3010, "INFO", grp, "vote_stm.cc:280", f"became the leader term: {grp['term']}")
+                grp["logged_term"][first] = max(grp["logged_term"][first], grp["term"])
                 conf = truth.confidence(lt1, lt2) or "suspected"
                 truth.add("two_leaders_same_epoch", grp["topic"], grp["partition"], first, grp["term"],
                           f"node {first} became leader of {grp['topic']}/{grp['partition']} in term {grp['term']} "
                           f"already won by node {cand}", conf)
                 elect(t + 6000, grp, cand)
             elif name.startswith("leader_epoch_regression"):
-                n = next(r for r in grp["replicas"] if r != grp["leader"])
-                had = grp["node_term"][n]
-                if had >= 1:
+                # the regression must go below a term the node itself logged as its current term
+                # (spec: leader lines, the "current N" of a received vote request, ...), not below
+                # the candidate's "received N" it adopted silently
+                gi = groups.index(grp)
+                held = [(h, r) for h in groups[gi:] + groups[:gi] for r in h["replicas"]
+                        if r != h["leader"] and h["logged_term"][r] >= 1]
+                if held:
+                    grp, n = held[0]
+                    had = grp["logged_term"][n]
                     write(n, t, "INFO", grp, "consensus.cc:1290",
                           f"Recovered persistent state from kvstore: voted for: {_node(grp['leader'])}, term: {had - 1}")
                     truth.add("leader_epoch_regression", grp["topic"], grp["partition"], n, had - 1,

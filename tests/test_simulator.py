@@ -189,6 +189,40 @@ def test_redpanda_format_and_truth(tmp_path: Path) -> None:
         assert SEASTAR.match(x), x
 
 
+# Terms a Redpanda node logs as its own current term (spec, leader_epoch_regression), never the
+# candidate's "received N", a step-down line or an ``*_offset_term`` field.
+RP_OWN_TERM = re.compile(r"becoming the leader term:(\d+)$|became the leader term: ?(\d+)$|"
+                         r"Received vote request with larger term .*, current (\d+)$|"
+                         r"Append entries request term: (\d+) is greater than current: \d+\. Setting new term$|"
+                         r"Recovered persistent state from kvstore: .*, term: (\d+)$|started raft, .*, term: (\d+), ")
+RP_NTP = re.compile(r"\{kafka/([\w-]+)/(\d+)\}")
+
+
+def _own_terms(out: Path, broker: int, topic: str, partition: int) -> list[int]:
+    """The node's own current terms for one partition in its own log order (rotated files first)."""
+    files = sorted((out / "cluster=prod-eu1" / f"broker-{broker}").glob("redpanda.log*"),
+                   key=lambda f: (f.name == "redpanda.log", f.name))
+    terms: list[int] = []
+    for f in files:
+        for x in _read(f):
+            ntp, m = RP_NTP.search(x), RP_OWN_TERM.search(x)
+            if ntp and m and (ntp.group(1), int(ntp.group(2))) == (topic, partition):
+                terms.append(int(next(g for g in m.groups() if g is not None)))
+    return terms
+
+
+@pytest.mark.parametrize("seed", [7, 9, 1])
+def test_redpanda_regression_truth_is_provable(tmp_path: Path, seed: int) -> None:
+    """Each injected term regression goes below a term the node itself logged as its current term."""
+    simulate(tmp_path, seed=seed, mode="redpanda", **SMALL)
+    rows = [r for r in _truth(tmp_path) if r["invariant"] == "leader_epoch_regression"]
+    assert rows
+    for r in rows:
+        terms = _own_terms(tmp_path, int(r["broker_id"]), str(r["topic"]), int(r["partition"]))
+        le = int(r["leader_epoch"])
+        assert any(b == le and max(terms[:i], default=-1) > le for i, b in enumerate(terms)), (r, terms)
+
+
 def test_parse_faults() -> None:
     assert parse_faults("none", "kafka-kraft") == {}
     assert "stale_stop_replica_accepted" not in parse_faults("default", "kafka-kraft")
