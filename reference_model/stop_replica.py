@@ -122,7 +122,7 @@ def check(events: list[Event], config: Any = None) -> list[dict[str, Any]]:
                             e["topic"],
                             e.get("partition"),
                             broker,
-                            ce,
+                            e.get("leader_epoch"),  # the request LE of the applied state
                             expected_epoch=known[0],
                             evidence=sorted(u["evidence"] | {known[1]}),
                             what=what,

@@ -226,12 +226,15 @@ def test_trace_and_request_log_are_one_violation(results):
 
 def test_stale_controller_epoch_leader_and_isr(results):
     (v,) = _of(results, "stale_controller_epoch_lair")
+    # leader_epoch = the request LE of the applied state (6), not the stale request's CE (8)
     assert (v["invariant"], v["broker_id"], v["leader_epoch"], v["expected_epoch"]) == (
-        "stale_controller_epoch_accepted", B, 8, 9)
+        "stale_controller_epoch_accepted", B, 6, 9)
     assert _ids("stale_controller_epoch_lair", "update_metadata_applied")[0] in v["evidence"]
+    assert "leader epoch 6" in v["explanation"]
+    assert "controller epoch 8" in v["explanation"] and "controller epoch 9" in v["explanation"]
 
 
 def test_stale_controller_epoch_stop_replica(results):
     got = _of(results, "stale_controller_epoch_stop")
     assert [(v["invariant"], v["leader_epoch"], v["expected_epoch"]) for v in got] == [
-        ("stale_controller_epoch_accepted", 7, 9)]
+        ("stale_controller_epoch_accepted", 5, 9)]

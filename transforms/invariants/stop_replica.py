@@ -192,7 +192,9 @@ def stale_controller_epoch_accepted(ctx: CheckContext) -> DataFrame:
     controller epoch the same broker had already seen, in its own log order, in any
     LeaderAndIsr / StopReplica / UpdateMetadata it processed (silver.broker_controller_views).
     One row per partition whose state the broker applied from the stale request; broker_id = that
-    broker; leader_epoch = the stale request's CE, expected_epoch = the highest CE seen.
+    broker; leader_epoch = the leader epoch of that partition state (the request LE: the epoch at
+    issue, per the output contract), expected_epoch = the highest controller epoch the broker had
+    already seen; the explanation names both controller epochs.
     """
     views = ctx.silver.get("broker_controller_views")
     if views is None:
@@ -212,17 +214,18 @@ def stale_controller_epoch_accepted(ctx: CheckContext) -> DataFrame:
         "topic",
         "partition",
         "broker_id",
-        F.col("controller_epoch").cast("int").alias("leader_epoch"),
+        F.col("leader_epoch").cast("int").alias("leader_epoch"),
         F.col("prior_max_controller_epoch").cast("int").alias("expected_epoch"),
         "event_time",
         F.array_sort(F.array_distinct(F.concat("evidence", F.array("prior_max_event_id")))).alias("evidence"),
         F.format_string(
-            "Broker %d applied %s for %s-%d from controller %s with controller epoch %d (correlation id %s) after "
-            "it had already seen controller epoch %d in event %s.",
+            "Broker %d applied %s for %s-%d (leader epoch %s) from controller %s with controller epoch %d "
+            "(correlation id %s) after it had already seen controller epoch %d in event %s.",
             "broker_id",
             "_what",
             "topic",
             "partition",
+            F.coalesce(F.col("leader_epoch").cast("string"), F.lit("?")),
             F.coalesce(F.col("controller_id").cast("string"), F.lit("?")),
             "controller_epoch",
             F.coalesce(F.col("correlation_id").cast("string"), F.lit("?")),
