@@ -1365,12 +1365,15 @@ def parse_kafka_log4j(records: DataFrame) -> DataFrame:
     msg = F.col("message")
     cut = F.instr(msg, "] ")
     has_ident = msg.startswith("[") & (cut > 0)
+    # Few DataFrame steps: each one re-analyses the plan built so far.
     staged = (
         records.where(F.col("logger").isNotNull() & _all_loggers())
-        .withColumn("_ident", F.when(has_ident, F.expr("substring(message, 2, instr(message, '] ') - 2)")))
-        .withColumn("_body", F.when(has_ident, F.expr("substring(message, instr(message, '] ') + 2)"))
-                    .otherwise(msg))
-        .withColumn("_tpl", _routing())
+        .select(
+            "*",
+            F.when(has_ident, F.expr("substring(message, 2, instr(message, '] ') - 2)")).alias("_ident"),
+            F.when(has_ident, F.expr("substring(message, instr(message, '] ') + 2)")).otherwise(msg).alias("_body"),
+        )
+        .select("*", _routing().alias("_tpl"))
         .where(F.col("_tpl").isNotNull())
     )
     # One regex per row: the chosen template's pattern (a column), all its groups laid out in its
@@ -1380,15 +1383,20 @@ def parse_kafka_log4j(records: DataFrame) -> DataFrame:
     m = F.call_function("regexp_replace", F.col("_body"), pattern, repl)
     n_groups = _lookup([len(grp) for grp in _GROUPS], _INT)
     g_arr = F.split(F.substring(F.col("_m"), 2, 1 << 30), _SEP, -1)
-    staged = staged.withColumn("_m", m).withColumn(
-        "_g", F.when(F.col("_m").startswith(_MATCH_MARK) & (F.size(g_arr) == n_groups), g_arr)
-    ).drop("_m")
     ident = F.col("_ident")
-    # Not a bare lookup (CASE is not "cheap"): computed once, never inlined into the group accessors.
+    # ``_pos`` is not a bare lookup (CASE is not "cheap"): computed once, never inlined into the accessors.
     pos_table = F.expr(f"cast({_sql(_GROUP_TABLE)} as array<array<int>>)")
-    staged = staged.withColumn("_pos", F.when(F.col("_tpl").isNotNull(), F.get(pos_table, F.col("_tpl"))))
-    staged = staged.withColumn("_tid", _lookup(_TIDS, _STR)).withColumn(
-        "_iid", F.when(ident.isNotNull(), F.regexp_extract(ident, _IDENT_ID, 1)).try_cast(_INT)
+    base_cols = staged.columns
+    staged = staged.select(
+        "*",
+        m.alias("_m"),
+        F.when(F.col("_tpl").isNotNull(), F.get(pos_table, F.col("_tpl"))).alias("_pos"),
+        _lookup(_TIDS, _STR).alias("_tid"),
+        F.when(ident.isNotNull(), F.regexp_extract(ident, _IDENT_ID, 1)).try_cast(_INT).alias("_iid"),
+    )
+    staged = staged.select(
+        *base_cols, "_pos", "_tid", "_iid",
+        F.when(F.col("_m").startswith(_MATCH_MARK) & (F.size(g_arr) == n_groups), g_arr).alias("_g"),
     )
 
     g: G = _group
@@ -1425,9 +1433,7 @@ def parse_kafka_log4j(records: DataFrame) -> DataFrame:
         fan_case = F.when(fan_kind == src, fn(g)) if fan_case is None else fan_case.when(fan_kind == src, fn(g))
     fan_pos = _lookup([grp.index(t.fanout) if t.fanout and grp else None
                        for t, grp in zip(TEMPLATES, _GROUPS, strict=True)], _INT)
-    staged = staged.withColumn("_fan", fan_case).withColumn(
-        "_fan_src", F.nullif(F.get(F.col("_g"), fan_pos), F.lit(""))
-    )
+    staged = staged.select("*", fan_case.alias("_fan"), F.nullif(F.get(F.col("_g"), fan_pos), F.lit("")).alias("_fan_src"))
     has_fan = fan_kind.isNotNull()
     matched = F.col("_g").isNotNull()
     fan_bad = has_fan & (F.size("_fan") == 0) & F.col("_fan_src").rlike(r"\d")
@@ -1437,7 +1443,7 @@ def parse_kafka_log4j(records: DataFrame) -> DataFrame:
         .when(~matched, F.concat(F.lit("template "), F.col("_tid"), F.lit(" did not match")))
         .when(fan_bad, F.concat(F.lit("template "), F.col("_tid"), F.lit(": list not parsed")))
     )
-    staged = staged.withColumn("_reason", reason)
+    staged = staged.select("*", reason.alias("_reason"))
 
     typed_cols = [f.name for f in EVENT_SCHEMA.fields if f.name in _TYPES and f.name not in (
         "event_id", "event_type", "cluster_id", "host_id", "broker_id", "topic", "partition", "topic_id",
