@@ -111,6 +111,9 @@ def run_redpanda(cfg: SimConfig, sink: FileSink, truth: Truth, rng: random.Rando
         for k in range(max(1, round(rate * cfg.hours))):
             fault_times.append((t0 + 120_000 + rng.randint(0, max(1, end - t0 - 240_000)), f"{name}:{k}"))
     fault_times.sort()
+    # Faults run at their scheduled time, between elections: with a long election step (low
+    # produce rate) a fault scheduled after the last election tick must still be injected.
+    next_elect = t
     while t < end:
         while fault_times and fault_times[0][0] <= t:
             _, name = fault_times.pop(0)
@@ -132,20 +135,27 @@ def run_redpanda(cfg: SimConfig, sink: FileSink, truth: Truth, rng: random.Rando
                 # the regression must go below a term the node itself logged as its current term
                 # (spec: leader lines, the "current N" of a received vote request, ...), not below
                 # the candidate's "received N" it adopted silently
+                # (a follower of the drawn group or the next one that has such a term; early in a
+                # run only leaders have one: then the leader restarts and loses its leadership)
                 gi = groups.index(grp)
-                held = [(h, r) for h in groups[gi:] + groups[:gi] for r in h["replicas"]
-                        if r != h["leader"] and h["logged_term"][r] >= 1]
+                ring = groups[gi:] + groups[:gi]
+                held = [(h, r) for h in ring for r in h["replicas"] if r != h["leader"] and h["logged_term"][r] >= 1]
+                held += [(h, h["leader"]) for h in ring if h["leader"] is not None and h["logged_term"][h["leader"]] >= 1]
                 if held:
                     grp, n = held[0]
                     had = grp["logged_term"][n]
                     write(n, t, "INFO", grp, "consensus.cc:1290",
                           f"Recovered persistent state from kvstore: voted for: {_node(grp['leader'])}, term: {had - 1}")
+                    if grp["leader"] == n:
+                        grp["leader"] = None
                     truth.add("leader_epoch_regression", grp["topic"], grp["partition"], n, had - 1,
                               f"node {n} recovered term {had - 1} for {grp['topic']}/{grp['partition']} after {had}")
                     elect(t + 2000, grp, n)
             t += 10_000
-        grp = groups[rng.randrange(len(groups))]
-        cand = rng.choice([r for r in grp["replicas"] if r != grp["leader"]])
-        elect(t, grp, cand)
-        t += step
+        if t >= next_elect:
+            grp = groups[rng.randrange(len(groups))]
+            cand = rng.choice([r for r in grp["replicas"] if r != grp["leader"]])
+            elect(t, grp, cand)
+            next_elect = t + step
+        t = max(t, min(next_elect, fault_times[0][0]) if fault_times else next_elect)
     return stats, {"clock_skews_ms": {str(n): clocks.skew(n) for n in nodes}}

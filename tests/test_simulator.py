@@ -223,6 +223,22 @@ def test_redpanda_regression_truth_is_provable(tmp_path: Path, seed: int) -> Non
         assert any(b == le and max(terms[:i], default=-1) > le for i, b in enumerate(terms)), (r, terms)
 
 
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_redpanda_every_fault_injected_at_low_rate(tmp_path: Path, seed: int) -> None:
+    """A one-hour election step must not drop faults scheduled after the last election tick, and a
+    term regression is injected even before any follower has logged a term of its own."""
+    simulate(tmp_path, seed=seed, mode="redpanda", cluster_id="prod-eu1", brokers=3, partitions=4, hours=2,
+             produce_rate=0.05, progress=False)
+    rows = _truth(tmp_path)
+    assert [r["invariant"] for r in rows].count("leader_epoch_regression") == 2
+    assert [r["invariant"] for r in rows].count("two_leaders_same_epoch") == 2
+    for r in rows:
+        if r["invariant"] == "leader_epoch_regression":
+            terms = _own_terms(tmp_path, int(r["broker_id"]), str(r["topic"]), int(r["partition"]))
+            le = int(r["leader_epoch"])
+            assert any(b == le and max(terms[:i], default=-1) > le for i, b in enumerate(terms)), (r, terms)
+
+
 def test_parse_faults() -> None:
     assert parse_faults("none", "kafka-kraft") == {}
     assert "stale_stop_replica_accepted" not in parse_faults("default", "kafka-kraft")
