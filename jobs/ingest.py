@@ -177,24 +177,39 @@ def _rotation(name: str) -> tuple[str, int]:
     return bare, LIVE_ORDER
 
 
+# Content first (spec "Collected input"): the logger a file's lines are written with names the log.
+_LOGGER_KINDS = (
+    ("(kafka.request.logger)", "request"),
+    ("(state.change.logger)", "state-change"),
+    ("(kafka.controller.", "controller"),
+    ("(org.apache.kafka.controller.", "controller"),
+)
+_NAME_KINDS = (
+    ("state-change", "state-change"),
+    ("controller", "controller"),
+    ("request", "request"),
+    ("server", "server"),
+    ("redpanda", "redpanda"),
+)
+
+
 def _log_kind(stream: str, head: str) -> str:
+    """Which log a text file is: by the loggers in its first lines, else by its name."""
     from transforms.records import SEASTAR_START
 
+    first_lines = head.splitlines()[:50]
+    for marker, kind in _LOGGER_KINDS:
+        hits = sum(marker in line for line in first_lines)
+        if hits and hits * 2 >= sum(bool(line.strip()) and line[:1] in "[0123456789\"" for line in first_lines):
+            return kind
+    seastar = re.compile(SEASTAR_START.lstrip("^"))
+    if any(seastar.search(line) for line in first_lines):
+        return "redpanda"
     name = stream.lower()
-    for marker, kind in (
-        ("state-change", "state-change"),
-        ("controller", "controller"),
-        ("kafka-request", "request"),
-        ("request", "request"),
-        ("server", "server"),
-        ("redpanda", "redpanda"),
-    ):
+    for marker, kind in _NAME_KINDS:
         if marker in name:
             return kind
-    first_lines = head.splitlines()[:20]
-    if any(re.search(SEASTAR_START.lstrip("^"), line) for line in first_lines):
-        return "redpanda"
-    return "log"
+    return "server" if any(line.startswith("[") for line in first_lines) else "log"
 
 
 def describe(path: Path, config: AppConfig) -> InputFile:
