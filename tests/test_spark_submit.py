@@ -1,0 +1,95 @@
+"""``jobs/submit.py`` under a real spark-submit gives the same gold violations as ``epoch-audit run``.
+
+The spark-submit run uses the ``cluster`` profile (``spark.master: null``): the session must be the
+one spark-submit built, so a shuffle-partition setting given to spark-submit must survive (the
+local profile would force 4).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pyspark
+import pytest
+from deltalake import DeltaTable
+
+from jobs.cli import main
+from jobs.submit import resolve_profile
+
+REPO = Path(__file__).resolve().parent.parent
+SAMPLE = REPO / "data" / "samples" / "redpanda"
+SPARK_SUBMIT = Path(pyspark.__file__).resolve().parent / "bin" / "spark-submit"
+
+
+def violation_keys(lake: Path) -> set[tuple]:
+    """(violation_id, invariant, cluster, topic, partition, broker, epoch) of every gold violation."""
+    table = DeltaTable(str(lake / "gold" / "violations")).to_pyarrow_table(
+        columns=["violation_id", "invariant", "cluster_id", "topic", "partition", "broker_id", "leader_epoch"]
+    )
+    return {tuple(row.values()) for row in table.to_pylist()}
+
+
+def test_resolve_profile_falls_back_to_the_checkout_conf(tmp_path):
+    empty, checkout = tmp_path / "wheel-conf", tmp_path / "conf"
+    empty.mkdir()
+    checkout.mkdir()
+    (checkout / "cluster.yaml").write_text("spark: {master: null}\n")
+    argv = ["run", "--profile", "cluster", "--lake", "x"]
+    assert resolve_profile(argv, empty, checkout) == ["run", "--conf", str(checkout / "cluster.yaml"), "--lake", "x"]
+    assert resolve_profile(["run", "--profile=cluster"], empty, checkout) == [
+        "run", "--conf", str(checkout / "cluster.yaml")
+    ]
+    # present next to the package, explicit --conf, or unknown everywhere: untouched
+    assert resolve_profile(argv, checkout, checkout) == argv
+    assert resolve_profile([*argv, "--conf", "a.yaml"], empty, checkout) == [*argv, "--conf", "a.yaml"]
+    assert resolve_profile(["run", "--profile", "nope"], empty, checkout) == ["run", "--profile", "nope"]
+
+
+@pytest.mark.slow  # two full pipeline runs: 19 min on a loaded 2-core box (load 10-30)
+def test_spark_submit_matches_in_process_run(spark, tmp_path):
+    assert SPARK_SUBMIT.is_file(), f"pyspark ships no spark-submit at {SPARK_SUBMIT}"
+    submitted_lake, inprocess_lake = tmp_path / "submitted", tmp_path / "inprocess"
+    sample = tmp_path / "input"  # a private copy: both runs must read the same bytes
+    shutil.copytree(SAMPLE, sample)
+    env = {k: v for k, v in os.environ.items() if k not in ("PYSPARK_DRIVER_PYTHON", "SPARK_HOME")}
+    env["PYSPARK_PYTHON"] = sys.executable
+    cmd = [
+        str(SPARK_SUBMIT),
+        "--master", "local[2]",
+        "--conf", f"spark.pyspark.python={sys.executable}",
+        "--conf", f"spark.pyspark.driver.python={sys.executable}",
+        "--conf", "spark.ui.enabled=false",
+        "--conf", "spark.sql.shuffle.partitions=3",
+        # as in the README: without it Spark writes INT96 timestamps and the delta-rs engine commits
+        # tables with the timestampNanos reader feature, which deltalake itself cannot read
+        "--conf", "spark.sql.parquet.outputTimestampType=TIMESTAMP_MICROS",
+        "--driver-java-options", f"-Dlog4j2.configurationFile={(REPO / 'conf' / 'log4j2.properties').as_uri()}",
+        str(REPO / "jobs" / "submit.py"),
+        "run", "--profile", "cluster", "--input", str(sample), "--lake", str(submitted_lake), "--run-id", "submitted",
+    ]
+    proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
+    # spark-submit relays the Python driver's stdout and stderr on its own stdout.
+    output = proc.stdout + proc.stderr
+    (tmp_path / "spark-submit.out").write_text(output)
+    ours = "\n".join(line for line in output.splitlines() if "epoch-audit" in line or "Error" in line)
+    tail = f"{ours[-3000:]}\n--- output tail ---\n{output[-1500:]}"
+    assert proc.returncode in (0, 3), f"spark-submit exited {proc.returncode}:\n{tail}"
+    # The session is spark-submit's: its master and its shuffle partitions, not the local profile's.
+    assert "session master=local[2] spark.sql.shuffle.partitions=3" in output, tail
+
+    code = main(["run", "--profile", "cluster", "--input", str(sample), "--lake", str(inprocess_lake),
+                 "--run-id", "inprocess"])
+    assert code in (0, 3)
+    assert proc.returncode == code
+
+    submitted, inprocess = violation_keys(submitted_lake), violation_keys(inprocess_lake)
+    assert inprocess, "the Redpanda sample has injected violations: the in-process run found none"
+    assert submitted == inprocess
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(pytest.main([__file__, "-q"]))
