@@ -188,6 +188,9 @@ class DeltaRsStorage:
         table_dir = Path(self.path(table))
         write_dir = f"part-{time.strftime('%Y%m%d%H%M%S')}-{uuid.uuid4().hex[:12]}"
         target = table_dir / write_dir
+        # Delta (and delta-rs) read microsecond timestamps; Spark's default INT96 would need the
+        # timestampNanos reader feature. Set per session: spark-submit sessions keep their defaults.
+        self.spark.conf.set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
         # One Spark write; Spark creates an empty schema-carrying file for an empty DataFrame.
         df.write.mode("error").option("compression", "snappy").parquet(str(target))
         adds = []

@@ -234,11 +234,17 @@ EVENT_TYPES: dict[str, str] = {
     "partition_metadata": "partition.metadata (topic_id)",
     # --- request log (§5): one event per partition of the request ---
     "request_produce": "PRODUCE completed request, per partition (error, offset=baseOffset)",
-    "request_fetch": "FETCH completed request, per partition (replica_id, broker_epoch=replicaEpoch, offset=fetchOffset, high_watermark)",
+    "request_fetch": (
+        "FETCH completed request, per partition "
+        "(replica_id, broker_epoch=replicaEpoch, offset=fetchOffset, high_watermark)"
+    ),
     "request_stop_replica": "STOP_REPLICA completed request, per partition (leader_epoch, error)",
     "request_leader_and_isr": "LEADER_AND_ISR completed request, per partition",
     "request_update_metadata": "UPDATE_METADATA completed request (controller_epoch)",
-    "request_alter_partition": "ALTER_PARTITION completed request, per partition (isr, isr_broker_epochs, error, partition_epoch from response)",
+    "request_alter_partition": (
+        "ALTER_PARTITION completed request, per partition "
+        "(isr, isr_broker_epochs, error, partition_epoch from response)"
+    ),
     # --- Redpanda (§7) ---
     "rp_becoming_leader": "becoming the leader term:N",
     "rp_became_leader": "became the leader term: N",

@@ -7,8 +7,8 @@ violation with exactly ``CHECK_COLUMNS`` (the runner adds ``run_id`` and ``viola
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from pyspark.sql import DataFrame
 from pyspark.sql.types import (

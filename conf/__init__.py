@@ -1,0 +1,1 @@
+"""Configuration profiles (YAML) shipped with the package so wheel installs find them."""
