@@ -3,8 +3,14 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import settings
 
 from jobs.spark import get_spark
+
+# Generated histories are reproducible in CI: the same examples every run (a failure is a real
+# disagreement, never a lucky draw), and no per-example deadline (Spark jobs take seconds).
+settings.register_profile("repeatable", derandomize=True, deadline=None, print_blob=True)
+settings.load_profile("repeatable")
 
 
 @pytest.fixture(scope="session")
