@@ -62,6 +62,9 @@ def build_parser() -> argparse.ArgumentParser:
         add_arguments(simulate)
     except ImportError:
         simulate.set_defaults(simulator_missing=True)
+    from jobs.bench import add_arguments as add_bench_arguments
+
+    add_bench_arguments(sub.add_parser("bench", help="measure speed and memory per stage, against DuckDB"))
     return parser
 
 
@@ -164,6 +167,10 @@ def main(argv: list[str] | None = None) -> int:
             from simulator.cli import run as run_simulator
 
             return run_simulator(args)
+        if args.command == "bench":
+            from jobs.bench import run as run_bench
+
+            return run_bench(args)
         code, summary = _run_pipeline(args, STAGES[args.command])
         if args.json:
             print(json.dumps(summary, sort_keys=True, default=str))
