@@ -15,6 +15,8 @@ settings.load_profile("repeatable")
 
 @pytest.fixture(scope="session")
 def spark():
-    session = get_spark(master="local[2]", driver_memory="2g")
+    # One JVM serves every test file (~250 tests); plans of the big parsers and cached silver views add
+    # up over a run, and 2 GB ran out of heap part-way through the suite.
+    session = get_spark(master="local[2]", driver_memory="6g")
     yield session
     session.stop()
