@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import signal
 import time
 import uuid
 from dataclasses import dataclass
@@ -38,6 +39,35 @@ class StorageError(RuntimeError):
     """A storage problem worth one clear line to the user."""
 
 
+# Tables partitioned by cluster (when they have a ``cluster_id`` column): a nightly run rebuilds
+# silver and gold only for the clusters that received new logs, and reads only their files.
+PARTITION_COLUMN = "cluster_id"
+PARTITIONED_TABLES = ("bronze/events", "silver/", "gold/violations")
+
+
+def partition_columns_for(table: str, columns: list[str]) -> list[str]:
+    """The partition columns a new table is created with (an existing table keeps its own)."""
+    if PARTITION_COLUMN not in columns:
+        return []
+    hit = any(table == t or (t.endswith("/") and table.startswith(t)) for t in PARTITIONED_TABLES)
+    return [PARTITION_COLUMN] if hit else []
+
+
+CRASH_ENV = "EPOCH_AUDIT_CRASH_AT"
+
+
+def crash_point(name: str) -> None:
+    """Test hook: SIGKILL this process at the named point when ``EPOCH_AUDIT_CRASH_AT`` names it.
+
+    Points: ``commit:<table>`` (data files written, Delta commit not yet made), ``committed:<table>``
+    (just after the commit) and ``stage:<name>`` (after a pipeline stage). Unset in production: a
+    no-op. Used by tests/test_nightly.py to prove that a run killed anywhere can simply be re-run.
+    """
+    if os.environ.get(CRASH_ENV) == name:
+        logging.shutdown()
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
 class LakeStorage(Protocol):
     """What the jobs need from a table store."""
 
@@ -49,6 +79,8 @@ class LakeStorage(Protocol):
     def append(self, table: str, df: DataFrame) -> None: ...
     def overwrite(self, table: str, df: DataFrame) -> None: ...
     def upsert(self, table: str, df: DataFrame, keys: list[str]) -> None: ...
+    def replace_where(self, table: str, df: DataFrame, column: str, values: list[str]) -> None: ...
+    def read_where(self, table: str, column: str, values: list[str]) -> DataFrame: ...
     def history(self, table: str) -> list[dict]: ...
     def path(self, table: str) -> str: ...
 
@@ -115,11 +147,41 @@ class DeltaSparkStorage:
             reader = reader.option("versionAsOf", version)
         return reader.load(self.path(table))
 
+    def _writer(self, table: str, df: DataFrame):
+        writer = df.write.format("delta")
+        if not self.exists(table):
+            cols = partition_columns_for(table, df.columns)
+            if cols:
+                writer = writer.partitionBy(*cols)
+        return writer
+
     def append(self, table: str, df: DataFrame) -> None:
-        df.write.format("delta").mode("append").option("mergeSchema", "true").save(self.path(table))
+        crash_point(f"commit:{table}")
+        self._writer(table, df).mode("append").option("mergeSchema", "true").save(self.path(table))
+        crash_point(f"committed:{table}")
 
     def overwrite(self, table: str, df: DataFrame) -> None:
-        df.write.format("delta").mode("overwrite").option("overwriteSchema", "true").save(self.path(table))
+        crash_point(f"commit:{table}")
+        self._writer(table, df).mode("overwrite").option("overwriteSchema", "true").save(self.path(table))
+        crash_point(f"committed:{table}")
+
+    def read_where(self, table: str, column: str, values: list[str]) -> DataFrame:
+        return self.read(table).where(F.col(column).isin(list(values)))
+
+    def replace_where(self, table: str, df: DataFrame, column: str, values: list[str]) -> None:
+        """Replace every row whose ``column`` is in ``values`` by ``df`` (one atomic commit)."""
+        if not values:
+            return
+        if not self.exists(table):
+            self.append(table, df)
+            return
+        quoted = ", ".join("'" + str(v).replace("'", "''") + "'" for v in sorted(values))
+        crash_point(f"commit:{table}")
+        (
+            df.write.format("delta").mode("overwrite").option("replaceWhere", f"`{column}` IN ({quoted})")
+            .save(self.path(table))
+        )
+        crash_point(f"committed:{table}")
 
     def upsert(self, table: str, df: DataFrame, keys: list[str]) -> None:
         from delta.tables import DeltaTable
@@ -129,6 +191,7 @@ class DeltaSparkStorage:
             self.overwrite(table, source)
             return
         cond = " AND ".join(f"t.`{k}` <=> s.`{k}`" for k in keys)
+        crash_point(f"commit:{table}")
         (
             DeltaTable.forPath(self.spark, self.path(table))
             .alias("t")
@@ -137,6 +200,7 @@ class DeltaSparkStorage:
             .whenNotMatchedInsertAll()
             .execute()
         )
+        crash_point(f"committed:{table}")
 
     def history(self, table: str) -> list[dict]:
         from delta.tables import DeltaTable
@@ -172,18 +236,63 @@ class DeltaRsStorage:
         arrow_schema = pa.schema(self._table(table, version).schema().to_arrow())
         return from_arrow_schema(arrow_schema)
 
+    def partition_columns(self, table: str) -> list[str]:
+        return list(self._table(table).metadata().partition_columns) if self.exists(table) else []
+
+    def _read_files(self, table: str, dt, files: list[tuple[str, dict]]) -> DataFrame:
+        """A DataFrame over ``files`` ((uri, partition values)) of ``dt``, in the table's column order."""
+        schema = self.spark_schema(table, dt.version())
+        part_cols = list(dt.metadata().partition_columns)
+        if not files:
+            return self.spark.createDataFrame([], schema)
+        if not part_cols:
+            return self.spark.read.schema(schema).parquet(*[u for u, _ in files])
+        # Partition values live in the Delta log, not in the files: one read per partition.
+        data_schema = StructType([f for f in schema.fields if f.name not in part_cols])
+        groups: dict[tuple, list[str]] = {}
+        for uri, values in files:
+            groups.setdefault(tuple(values.get(c) for c in part_cols), []).append(uri)
+        parts = []
+        for key, uris in sorted(groups.items(), key=lambda kv: tuple(str(v) for v in kv[0])):
+            df = self.spark.read.schema(data_schema).parquet(*uris)
+            for col, value in zip(part_cols, key, strict=True):
+                df = df.withColumn(col, F.lit(value).cast(schema[col].dataType))
+            parts.append(df.select(*schema.fieldNames()))
+        out = parts[0]
+        for df in parts[1:]:
+            out = out.unionByName(df)
+        return out
+
+    def _files(self, dt) -> list[tuple[str, str, dict]]:
+        """(uri, relative path, partition values) of every live file of ``dt``."""
+        part_cols = list(dt.metadata().partition_columns)
+        actions = pa.table(dt.get_add_actions(flatten=True))
+        paths = [str(p) for p in actions.column("path").to_pylist()]
+        values = [
+            {c: actions.column(f"partition.{c}")[i].as_py() for c in part_cols} for i in range(len(paths))
+        ] if part_cols else [{} for _ in paths]
+        return list(zip(dt.file_uris(), paths, values, strict=True))
+
     def read(self, table: str, version: int | None = None) -> DataFrame:
         dt = self._table(table, version)
-        schema = self.spark_schema(table, version)
-        uris = dt.file_uris()
-        if not uris:
-            return self.spark.createDataFrame([], schema)
-        return self.spark.read.schema(schema).parquet(*uris)
+        return self._read_files(table, dt, [(u, v) for u, _, v in self._files(dt)])
+
+    def read_where(self, table: str, column: str, values: list[str]) -> DataFrame:
+        """Rows whose ``column`` is in ``values``; only those partitions' files when partitioned by it."""
+        dt = self._table(table)
+        wanted = {str(v) for v in values}
+        files = self._files(dt)
+        if column in dt.metadata().partition_columns:
+            files = [f for f in files if str(f[2].get(column)) in wanted]
+        return self._read_files(table, dt, [(u, v) for u, _, v in files]).where(F.col(column).isin(list(values)))
 
     # -- writing -------------------------------------------------------------------------------
-    def _write_files(self, table: str, df: DataFrame) -> tuple[list, pa.Schema]:
+    def _write_files(self, table: str, df: DataFrame, part_cols: list[str]) -> tuple[list, pa.Schema]:
         """Executors write Parquet into the table dir; return add actions and the Arrow schema."""
+        from urllib.parse import unquote
+
         from deltalake.transaction import AddAction
+        from pyspark.sql.pandas.types import to_arrow_schema
 
         table_dir = Path(self.path(table))
         write_dir = f"part-{time.strftime('%Y%m%d%H%M%S')}-{uuid.uuid4().hex[:12]}"
@@ -192,97 +301,145 @@ class DeltaRsStorage:
         # timestampNanos reader feature. Set per session: spark-submit sessions keep their defaults.
         self.spark.conf.set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
         # One Spark write; Spark creates an empty schema-carrying file for an empty DataFrame.
-        df.write.mode("error").option("compression", "snappy").parquet(str(target))
+        writer = df.write.mode("error").option("compression", "snappy")
+        if part_cols:
+            writer = writer.partitionBy(*part_cols)
+        writer.parquet(str(target))
         adds = []
-        schema: pa.Schema | None = None
-        for name in sorted(os.listdir(target)):
-            full = target / name
-            if not name.endswith(".parquet"):
+        file_schema: pa.Schema | None = None
+        for full in sorted(p for p in target.rglob("*") if p.is_file()):
+            if not full.name.endswith(".parquet"):
                 full.unlink()  # _SUCCESS and .crc side files are not table data
                 continue
+            rel = full.relative_to(table_dir).as_posix()
+            values: dict[str, str | None] = {}
+            for segment in full.relative_to(target).parts[:-1]:
+                key, _, raw = segment.partition("=")
+                values[key] = None if raw == "__HIVE_DEFAULT_PARTITION__" else unquote(raw)
             meta = pq.read_metadata(full)
-            if schema is None:
-                schema = meta.schema.to_arrow_schema()
+            if file_schema is None or file_schema.names == []:
+                file_schema = meta.schema.to_arrow_schema()
             stat = full.stat()
             adds.append(
                 AddAction(
-                    path=f"{write_dir}/{name}",
+                    path=rel,
                     size=stat.st_size,
-                    partition_values={},
+                    partition_values=values,
                     modification_time=int(stat.st_mtime * 1000),
                     data_change=True,
                     stats=json.dumps({"numRecords": meta.num_rows}),
                 )
             )
-        if schema is None:
+        if part_cols:
+            # Partition columns are not in the files: the table schema is the DataFrame's.
+            # An empty partitioned write leaves no file at all: nothing to add then.
+            schema = to_arrow_schema(df.schema)
+            return adds, _nullable(schema)
+        if file_schema is None:
             raise StorageError(f"Spark wrote no Parquet file for {table}")
-        return adds, _nullable(schema)
+        return adds, _nullable(file_schema)
 
-    def _commit(self, table: str, actions: list, schema: pa.Schema, mode: str) -> None:
+    def _commit(self, table: str, actions: list, schema: pa.Schema, mode: str, part_cols: list[str]) -> None:
         from deltalake import DeltaTable
         from deltalake.transaction import create_table_with_add_actions
 
+        crash_point(f"commit:{table}")
         if not self.exists(table):
             from deltalake import Schema
 
             create_table_with_add_actions(
                 self.path(table), Schema.from_arrow(schema), [a for a in actions if hasattr(a, "stats")],
-                mode="error",
+                mode="error", partition_by=part_cols or None,
             )
-            return
-        DeltaTable(self.path(table)).create_write_transaction(actions, mode, schema)
+        else:
+            DeltaTable(self.path(table)).create_write_transaction(
+                actions, mode, schema, partition_by=part_cols or None
+            )
+        crash_point(f"committed:{table}")
+
+    def _part_cols(self, table: str, df: DataFrame) -> list[str]:
+        return self.partition_columns(table) if self.exists(table) else partition_columns_for(table, df.columns)
 
     def append(self, table: str, df: DataFrame) -> None:
-        adds, schema = self._write_files(table, df)
-        self._commit(table, adds, schema, "append")
+        cols = self._part_cols(table, df)
+        adds, schema = self._write_files(table, df, cols)
+        self._commit(table, adds, schema, "append", cols)
 
     def overwrite(self, table: str, df: DataFrame) -> None:
         # Materialise the new files before the commit replaces the old ones: ``df`` may read the
         # table it overwrites.
-        adds, schema = self._write_files(table, df)
-        self._commit(table, adds, schema, "overwrite")
+        cols = self._part_cols(table, df)
+        adds, schema = self._write_files(table, df, cols)
+        self._commit(table, adds, schema, "overwrite", cols)
+
+    def _rewrite(self, table: str, affected: list[tuple[str, str, dict]], kept: DataFrame, new: DataFrame) -> None:
+        """One commit: remove the ``affected`` files, add ``kept`` + ``new`` rows."""
+        from deltalake.transaction import RemoveAction
+
+        cols = self.partition_columns(table)
+        columns = [c for c in kept.columns if c != "_file"]
+        rewritten = kept.select(*columns).unionByName(new.select(*columns), allowMissingColumns=False)
+        adds, schema = self._write_files(table, rewritten, cols)
+        now = int(time.time() * 1000)
+        removes = [
+            RemoveAction(path=rel, data_change=True, deletion_timestamp=now, partition_values=values or None)
+            for _, rel, values in affected
+        ]
+        self._commit(table, removes + adds, schema, "append", cols)
 
     def upsert(self, table: str, df: DataFrame, keys: list[str]) -> None:
         """Exact upsert: rewrite only the files holding a key of ``df``, in one commit."""
-        from deltalake.transaction import RemoveAction
-
         source = _dedupe_by_keys(df, keys)
         if not self.exists(table):
             self.append(table, source)
             return
         dt = self._table(table)
-        current = self.read(table).withColumn("_file", F.input_file_name())
+        files = self._files(dt)
+        current = self._read_files(table, dt, [(u, v) for u, _, v in files]).withColumn("_file", F.input_file_name())
         source_keys = source.select(*keys).distinct()
         # eqNullSafe so that null key parts match, as in MERGE with <=>.
         cond = [current[k].eqNullSafe(source_keys[k]) for k in keys]
         affected_df = current.join(source_keys, cond, "left_semi").select("_file").distinct()
-        affected = sorted(r["_file"] for r in affected_df.collect())  # file names only: small
-        if not affected:
+        raw = sorted(_raw_uris(affected_df))  # file names only: small
+        if not raw:
             self.append(table, source)
             return
+        hit = {_norm_uri(u) for u in raw}
+        affected = [f for f in files if _norm_uri(f[0]) in hit]
         kept = (
-            current.where(F.col("_file").isin(affected))
+            current.where(F.col("_file").isin(raw))
             .join(source_keys, [current[k].eqNullSafe(source_keys[k]) for k in keys], "left_anti")
-            .drop("_file")
         )
-        columns = [c for c in current.columns if c != "_file"]
-        rewritten = kept.select(*columns).unionByName(source.select(*columns), allowMissingColumns=False)
-        adds, schema = self._write_files(table, rewritten)
-        by_uri = {_norm_uri(u): p for u, p in zip(dt.file_uris(), _relative_paths(dt), strict=True)}
-        now = int(time.time() * 1000)
-        removes = [
-            RemoveAction(path=by_uri[_norm_uri(uri)], data_change=True, deletion_timestamp=now)
-            for uri in affected
-        ]
-        self._commit(table, removes + adds, schema, "append")
+        self._rewrite(table, affected, kept, source)
+
+    def replace_where(self, table: str, df: DataFrame, column: str, values: list[str]) -> None:
+        """Replace every row whose ``column`` is in ``values`` by ``df`` (one atomic commit)."""
+        if not values:
+            return
+        if not self.exists(table):
+            self.append(table, df)
+            return
+        dt = self._table(table)
+        files = self._files(dt)
+        wanted = {str(v) for v in values}
+        current = self._read_files(table, dt, [(u, v) for u, _, v in files]).withColumn("_file", F.input_file_name())
+        if column in dt.metadata().partition_columns:
+            affected = [f for f in files if str(f[2].get(column)) in wanted]
+            kept = current.limit(0)
+        else:
+            hits = current.where(F.col(column).isin(list(values))).select("_file").distinct()
+            raw = sorted(_raw_uris(hits))
+            hit = {_norm_uri(u) for u in raw}
+            affected = [f for f in files if _norm_uri(f[0]) in hit]
+            kept = current.where(F.col("_file").isin(raw) & ~F.col(column).isin(list(values)))
+        self._rewrite(table, affected, kept, df)
 
     def history(self, table: str) -> list[dict]:
         return self._table(table).history()
 
 
-def _relative_paths(dt) -> list[str]:
-    actions = pa.table(dt.get_add_actions(flatten=True))
-    return [str(p) for p in actions.column("path").to_pylist()]
+def _raw_uris(files_df: DataFrame) -> list[str]:
+    return [r["_file"] for r in files_df.collect()]
 
 
 def _norm_uri(uri: str) -> str:

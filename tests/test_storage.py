@@ -82,3 +82,36 @@ def test_engine_selection():
 
 def test_local_session_auto_selects_delta_rs(spark, tmp_path):
     assert open_storage(spark, str(tmp_path), "auto").engine == "delta-rs"
+
+
+def test_partitioned_tables_read_upsert_and_replace_by_cluster(spark, store):
+    """bronze/events, silver/* and gold/violations are partitioned by cluster_id (delta-rs partitionValues)."""
+    rows = [(1, "c1", "a"), (2, "c1", "b"), (3, "c2", "c")]
+    store.append("silver/p", spark.createDataFrame(rows, "id int, cluster_id string, v string"))
+    dt = DeltaTable(store.path("silver/p"))
+    assert dt.metadata().partition_columns == ["cluster_id"]
+    assert sorted(dt.to_pyarrow_table().column("cluster_id").to_pylist()) == ["c1", "c1", "c2"]
+    assert store.read("silver/p").columns == ["id", "cluster_id", "v"]  # the column order is kept
+    assert _rows(store.read_where("silver/p", "cluster_id", ["c2"]), "id") == [(3,)]
+    store.upsert("silver/p", spark.createDataFrame([(2, "c1", "B"), (4, "c2", "d")], "id int, cluster_id string, v string"),
+                 ["id"])
+    assert _rows(store.read("silver/p"), "id", "cluster_id", "v") == [
+        (1, "c1", "a"), (2, "c1", "B"), (3, "c2", "c"), (4, "c2", "d")]
+    # replace one cluster's rows in one commit; the other cluster's files are untouched
+    version = DeltaTable(store.path("silver/p")).version()
+    store.replace_where("silver/p", spark.createDataFrame([(9, "c1", "z")], "id int, cluster_id string, v string"),
+                        "cluster_id", ["c1"])
+    assert DeltaTable(store.path("silver/p")).version() == version + 1
+    assert _rows(store.read("silver/p"), "id", "cluster_id") == [(3, "c2"), (4, "c2"), (9, "c1")]
+    # a cluster replaced by nothing disappears
+    store.replace_where("silver/p", spark.createDataFrame([], "id int, cluster_id string, v string"),
+                        "cluster_id", ["c2"])
+    assert _rows(store.read("silver/p"), "id") == [(9,)]
+
+
+def test_replace_where_on_an_unpartitioned_table(spark, store):
+    store.append("state/t", spark.createDataFrame([(1, "c1"), (2, "c2"), (3, "c1")], "id int, cluster_id string"))
+    assert DeltaTable(store.path("state/t")).metadata().partition_columns == []
+    store.replace_where("state/t", spark.createDataFrame([(7, "c1")], "id int, cluster_id string"), "cluster_id", ["c1"])
+    assert _rows(store.read("state/t"), "id", "cluster_id") == [(2, "c2"), (7, "c1")]
+    assert _rows(store.read_where("state/t", "cluster_id", ["c2"]), "id") == [(2,)]
