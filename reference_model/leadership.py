@@ -335,8 +335,13 @@ def fence_markers(events: list[Row]) -> list[Row]:
     return out
 
 
-def time_rule(events: list[Row], timeline: list[Row], skew_ms: int) -> list[Row]:
+def time_rule(events: list[Row], timeline: list[Row], skew_ms: int, ble: list[Row] | None = None) -> list[Row]:
     skew_us = skew_ms * 1000
+    # B's own leadership claims (leader lines, B's clock) per (c, t, p, broker).
+    claims: dict[tuple, list[tuple]] = defaultdict(list)
+    for r in ble if ble is not None else broker_leader_epochs(events):
+        if r["is_claim"] and r.get("event_time") is not None and r.get("leader_epoch") is not None:
+            claims[_part(r) + (r["broker_id"],)].append((r["event_time"], r["leader_epoch"]))
     # Leadership markers per (c, t, p, broker).
     marks: dict[tuple, list[Row]] = defaultdict(list)
     parts: dict[tuple, list[Row]] = defaultdict(list)
@@ -395,6 +400,13 @@ def time_rule(events: list[Row], timeline: list[Row], skew_ms: int) -> list[Row]
         has_move = any(m["kind"] == "move" for m in marks.get(pk, []))
         last = max(ms, key=mkey) if ms and has_move else None
         if last is not None and last["kind"] == "move":
+            # B's own log shows it leader again (an LE above the one it was moved out of) at or
+            # before t: causally after the move, so not timed before it by more than the tolerance.
+            if any(
+                le > last["held_le"] and ct <= t and _us(ct) >= _us(last["t"]) - skew_us
+                for ct, le in claims.get(pk, [])
+            ):
+                continue
             leads = [m["t"] for m in marks[pk] if m["kind"] == "lead" and mkey(m) > pkey]
             nxt = min(leads) if leads else None
             near = nxt is not None and _us(nxt) - _us(t) <= skew_us
@@ -476,6 +488,6 @@ def check(events: list[Row], timeline: list[Row], config: CheckConfig | None = N
         leader_epoch_regression(ble, timeline)
         + two_leaders_same_epoch(events, ble, timeline, config.max_clock_skew_ms)
         + offset_rule(events, ble, ro, timeline)
-        + time_rule(events, timeline, config.max_clock_skew_ms)
+        + time_rule(events, timeline, config.max_clock_skew_ms, ble)
         + produce_epoch_mismatch(events, ble)
     )

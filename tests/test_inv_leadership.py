@@ -189,6 +189,33 @@ def write_time_regained(h: H) -> None:
 
 
 @scenario
+def write_time_regained_per_own_log(h: H) -> None:
+    # A normal handover back to broker 1 (leader 2 at LE 6 -> broker 1 at LE 7): the controller's
+    # clock runs ahead, so its LE 7 decision is timed after broker 1's first produce of LE 7; broker
+    # 1's own leader line (same host clock) proves it was leader again before it answered.
+    _moved(h)
+    h.decision(1, 7, 5_400)
+    h.ev("become_leader", 1, 4_870, leader_epoch=7, offset=97, high_watermark=97,
+         raw="[Broker id=1] Leader orders-0 with topic id Some(32rx2DA-Yc3Eu4bD0cQnEA) starts at leader epoch 7 "
+             "from offset 97 with partition epoch 39, high watermark 97, ISR [1,3], adding replicas [] and "
+             "removing replicas [] . Previous leader Some(2) and previous leader epoch was 6.")
+    h.ev("request_produce", 1, 5_000, error="NONE", offset=97,
+         raw='{"requestApiKeyName":"PRODUCE","acks":-1,"errorCode":0,"baseOffset":97}')
+
+
+@scenario
+def write_time_old_claim_is_no_excuse(h: H) -> None:
+    # Broker 1's leader line of the epoch it was moved out of (LE 5), or one logged after the
+    # produce, never excuses a produce after the move.
+    h.decision(1, 5, 0)
+    h.ev("become_leader", 1, 10, leader_epoch=5, offset=100)
+    h.decision(2, 6, 1_000)
+    h.ev("request_produce", 1, 3_000, error="NONE", offset=170)
+    h.decision(1, 7, 8_000)
+    h.ev("become_leader", 1, 8_020, leader_epoch=7, offset=171)
+
+
+@scenario
 def write_time_fenced(h: H) -> None:
     h.ev("md_fence_broker", 3000, 1_000, topic=None, partition=None, broker_id=1, metadata_offset=10)
     h.ev("request_produce", 1, 3_000, error="NONE", topic="payments")
@@ -338,6 +365,15 @@ def test_write_regained_leadership(results):
     r = one(results, "write_time_regained", "write_accepted_by_fenced_leader")
     assert r["confidence"] == "suspected"
     assert r["event_time"] == ts(4_500)
+
+
+def test_write_regained_leadership_per_own_log_is_not_reported(results):
+    assert rows(results, "write_time_regained_per_own_log") == []
+
+
+def test_write_old_or_later_claim_does_not_excuse(results):
+    r = one(results, "write_time_old_claim_is_no_excuse", "write_accepted_by_fenced_leader")
+    assert (r["broker_id"], r["leader_epoch"], r["expected_epoch"], r["confidence"]) == (1, 5, 6, "confirmed")
 
 
 def test_write_fenced_broker(results):

@@ -587,9 +587,11 @@ def leadership_markers(tl: DataFrame) -> DataFrame:
 def _time_rule(ctx: CheckContext) -> DataFrame:
     """Request log: B answered PRODUCE for P with error NONE at t after the controller moved P's
     leadership away from B (a higher LE led by another broker or none) or fenced B, before t.
-    Strictly before: a PRODUCE timed before (or at) the move is never reported. Confirmed when
-    t - move > max_clock_skew_ms and B did not regain leadership within the tolerance after t;
-    else suspected. One row per (partition, broker, move / fence record)."""
+    Strictly before: a PRODUCE timed before (or at) the move is never reported, nor one that B's
+    own log places after it became leader again (its leader line for a higher LE, B's clock, at
+    or before t). Confirmed when t - move > max_clock_skew_ms and B did not regain leadership
+    within the tolerance after t; else suspected. One row per (partition, broker, move / fence
+    record)."""
     skew_us = int(ctx.config.max_clock_skew_ms) * 1000
     tl = silver(ctx, "partition_timeline")
     marks = leadership_markers(tl)
@@ -651,8 +653,30 @@ def _time_rule(ctx: CheckContext) -> DataFrame:
         F.col("last_m.new_le").alias("new_le"),
         F.col("last_m.new_leader").alias("new_leader"),
         ((gap > F.lit(skew_us)) & ~near_lead).alias("ok_conf"),
+        F.col("last_m.event_time").alias("mark_time"),
     )
     moved_ids = moves.select(F.col("prod_id").alias("event_id"))
+    # Causal order beats the clock: B's own leader line for an LE above the one it was moved out
+    # of, logged (B's clock) at or before the produce, proves a later decision had made B leader
+    # again before it answered, however the controller's clock places that decision. Such a claim
+    # is causally after the move, so it cannot be timed earlier than the move minus the tolerance
+    # (older claims, e.g. of a deleted topic's previous incarnation, never excuse a produce).
+    claims = (
+        silver(ctx, "broker_leader_epochs")
+        .filter(F.col("is_claim") & F.col("event_time").isNotNull() & F.col("leader_epoch").isNotNull())
+        .select(*pk, F.col("event_time").alias("claim_time"), F.col("leader_epoch").alias("claim_le"))
+    )
+    mv, cl = moves.alias("mv"), F.broadcast(claims).alias("cl")
+    moves = mv.join(
+        cl,
+        [F.col(f"mv.{x}") == F.col(f"cl.{x}") for x in pk]
+        + [
+            F.col("cl.claim_le") > F.col("mv.held_le"),
+            F.col("cl.claim_time") <= F.col("mv.prod_time"),
+            micros(F.col("cl.claim_time")) >= micros(F.col("mv.mark_time")) - F.lit(skew_us),
+        ],
+        "left_anti",
+    ).drop("mark_time")
 
     fk = ["cluster_id", "broker_id"]
     uf = p_fence.select(
