@@ -593,6 +593,13 @@ class KafkaSim:
         s = p.state
         if p.deleted or p.hold or s.leader < 0 or not self.eligible(s.leader):
             return
+        if any(p.replicas[r].stopped and self.brokers[r].alive for r in s.isr if r != s.leader):
+            # An in-sync follower whose fetcher a StopReplica removed stays in the ISR until the
+            # leader shrinks it: the high watermark cannot pass its log end, so no acks=all produce
+            # completes meanwhile (clients back off). Appending here would leave that ISR member
+            # without acknowledged data it could then be elected with (divergent logs, a fenced
+            # leader write the truth does not record).
+            return
         ld = s.leader
         lrep = p.replicas[ld]
         batch = self.make_batch(t, p, lrep.le, lrep.leo)
