@@ -1356,26 +1356,20 @@ _IDENT_ID = r"(?:id=|broker=|broker |KafkaApi-|Controller |replicaId=|nodeId=)(-
 PROVENANCE = ["file_id", "source_file", "cluster_id", "host_id", "file_order", "log_kind", "line_number"]
 
 
-def parse_kafka_log4j(records: DataFrame) -> DataFrame:
-    """Kafka log4j records (state-change / controller / server logs) -> bronze event rows.
-
-    Returns the provenance columns, ``sub_index``, ``event_type`` and the typed columns of
-    :mod:`transforms.schema` that the matched template fills (see the module docstring).
-    """
+@functools.cache
+def _plan_columns() -> dict[str, Any]:
+    """Every column expression of ``parse_kafka_log4j``, built once per process: they depend on
+    the templates only, and building them costs tens of thousands of py4j calls."""
     msg = F.col("message")
     cut = F.instr(msg, "] ")
     has_ident = msg.startswith("[") & (cut > 0)
-    # Few DataFrame steps: each one re-analyses the plan built so far.
-    staged = (
-        records.where(F.col("logger").isNotNull() & _all_loggers())
-        .select(
-            "*",
-            F.when(has_ident, F.expr("substring(message, 2, instr(message, '] ') - 2)")).alias("_ident"),
-            F.when(has_ident, F.expr("substring(message, instr(message, '] ') + 2)")).otherwise(msg).alias("_body"),
-        )
-        .select("*", _routing().alias("_tpl"))
-        .where(F.col("_tpl").isNotNull())
-    )
+    step: dict[str, Any] = {}
+    step["filter"] = F.col("logger").isNotNull() & _all_loggers()
+    step["ident_body"] = [
+        F.when(has_ident, F.expr("substring(message, 2, instr(message, '] ') - 2)")).alias("_ident"),
+        F.when(has_ident, F.expr("substring(message, instr(message, '] ') + 2)")).otherwise(msg).alias("_body"),
+    ]
+    step["tpl"] = _routing().alias("_tpl")
     # One regex per row: the chosen template's pattern (a column), all its groups laid out in its
     # own group order by the replacement, then split into the array ``_g``.
     pattern = _lookup([_java(t.regex) if a else None for t, a in zip(TEMPLATES, _ACTIVE, strict=True)], _STR)
@@ -1386,18 +1380,13 @@ def parse_kafka_log4j(records: DataFrame) -> DataFrame:
     ident = F.col("_ident")
     # ``_pos`` is not a bare lookup (CASE is not "cheap"): computed once, never inlined into the accessors.
     pos_table = F.expr(f"cast({_sql(_GROUP_TABLE)} as array<array<int>>)")
-    base_cols = staged.columns
-    staged = staged.select(
-        "*",
+    step["match"] = [
         m.alias("_m"),
         F.when(F.col("_tpl").isNotNull(), F.get(pos_table, F.col("_tpl"))).alias("_pos"),
         _lookup(_TIDS, _STR).alias("_tid"),
         F.when(ident.isNotNull(), F.regexp_extract(ident, _IDENT_ID, 1)).try_cast(_INT).alias("_iid"),
-    )
-    staged = staged.select(
-        *base_cols, "_pos", "_tid", "_iid",
-        F.when(F.col("_m").startswith(_MATCH_MARK) & (F.size(g_arr) == n_groups), g_arr).alias("_g"),
-    )
+    ]
+    step["g"] = F.when(F.col("_m").startswith(_MATCH_MARK) & (F.size(g_arr) == n_groups), g_arr).alias("_g")
 
     g: G = _group
 
@@ -1433,7 +1422,7 @@ def parse_kafka_log4j(records: DataFrame) -> DataFrame:
         fan_case = F.when(fan_kind == src, fn(g)) if fan_case is None else fan_case.when(fan_kind == src, fn(g))
     fan_pos = _lookup([grp.index(t.fanout) if t.fanout and grp else None
                        for t, grp in zip(TEMPLATES, _GROUPS, strict=True)], _INT)
-    staged = staged.select("*", fan_case.alias("_fan"), F.nullif(F.get(F.col("_g"), fan_pos), F.lit("")).alias("_fan_src"))
+    step["fan"] = [fan_case.alias("_fan"), F.nullif(F.get(F.col("_g"), fan_pos), F.lit("")).alias("_fan_src")]
     has_fan = fan_kind.isNotNull()
     matched = F.col("_g").isNotNull()
     fan_bad = has_fan & (F.size("_fan") == 0) & F.col("_fan_src").rlike(r"\d")
@@ -1443,7 +1432,7 @@ def parse_kafka_log4j(records: DataFrame) -> DataFrame:
         .when(~matched, F.concat(F.lit("template "), F.col("_tid"), F.lit(" did not match")))
         .when(fan_bad, F.concat(F.lit("template "), F.col("_tid"), F.lit(": list not parsed")))
     )
-    staged = staged.select("*", reason.alias("_reason"))
+    step["reason"] = reason.alias("_reason")
 
     typed_cols = [f.name for f in EVENT_SCHEMA.fields if f.name in _TYPES and f.name not in (
         "event_id", "event_type", "cluster_id", "host_id", "broker_id", "topic", "partition", "topic_id",
@@ -1493,12 +1482,9 @@ def parse_kafka_log4j(records: DataFrame) -> DataFrame:
         kv_cols += [F.lit(k[2:]), v]
     cols.append(F.map_filter(F.create_map(*kv_cols), lambda k, v: v.isNotNull()).alias("_details"))
 
-    flat = staged.select(*cols)
+    step["flat"] = cols
     # Fan-out: one event per element (partition / broker / replica). Only fan-out rows carry an array.
-    exploded = flat.select("*", F.posexplode_outer("_fan").alias("_pos", "_el"))
-    exploded = exploded.where(
-        F.col("_el").isNotNull() | F.col("_fan").isNull() | (F.col("event_type") == MALFORMED)
-    )
+    step["keep"] = F.col("_el").isNotNull() | F.col("_fan").isNull() | (F.col("event_type") == MALFORMED)
     el = F.col("_el")
     el_tp = el["tp"]
     out_cols: list[Column] = [F.col(c) for c in PROVENANCE]
@@ -1525,6 +1511,30 @@ def parse_kafka_log4j(records: DataFrame) -> DataFrame:
         ),
     ).otherwise(F.col("_details"))
     out_cols.append(details.alias("details"))
+    step["out"] = out_cols
     # A malformed fan-out row keeps one row (sub_index 0) and no typed values.
-    result = exploded.select(*out_cols)
-    return result.where((F.col("event_type") != MALFORMED) | (F.col("sub_index") == 0))
+    step["one_malformed"] = (F.col("event_type") != MALFORMED) | (F.col("sub_index") == 0)
+    return step
+
+
+def parse_kafka_log4j(records: DataFrame) -> DataFrame:
+    """Kafka log4j records (state-change / controller / server logs) -> bronze event rows.
+
+    Returns the provenance columns, ``sub_index``, ``event_type`` and the typed columns of
+    :mod:`transforms.schema` that the matched template fills (see the module docstring).
+    """
+    c = _plan_columns()
+    # Few DataFrame steps: each one re-analyses the plan built so far.
+    staged = (
+        records.where(c["filter"])
+        .select("*", *c["ident_body"])
+        .select("*", c["tpl"])
+        .where(F.col("_tpl").isNotNull())
+    )
+    staged = staged.select("*", *c["match"])
+    staged = staged.select("*", c["g"]).drop("_m")
+    staged = staged.select("*", *c["fan"])
+    staged = staged.select("*", c["reason"])
+    exploded = staged.select(*c["flat"]).select("*", F.posexplode_outer("_fan").alias("_pos", "_el"))
+    return exploded.where(c["keep"]).select(*c["out"]).where(c["one_malformed"])
+
