@@ -80,11 +80,6 @@ def test_rerun_changes_nothing(spark, corpus, ran, capsys):
     assert {r["run_id"] for r in ids} == {"e2e"}  # reported once, by the run that first proved it
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known bug (open issue): 1-hour fault-free KRaft/ZK corpora still yield write_accepted_by_fenced_leader "
-    "and other rows, e.g. payments-0 broker 2; simulator or check to be triaged",
-)
 def test_clean_history_has_no_violations(spark, tmp_path):
     for folder, cluster, mode, version, seed, strimzi in CORPUS:
         simulate(tmp_path / "in" / folder, seed, mode=mode, kafka_version=version, brokers=3, partitions=4,
