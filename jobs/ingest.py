@@ -45,7 +45,7 @@ from transforms.accounting import file_accounting, line_status_for_files, line_s
 from transforms.parse import MALFORMED
 from transforms.parse.dispatch import file_parser_outputs, record_parser_outputs
 from transforms.parse.file_kinds import base_file_name, copy_time, detect_file_kind
-from transforms.records import frame_log_lines
+from transforms.records import group_records, mark_lines, record_framing, unmark
 from transforms.schema import EVENT_SCHEMA
 
 log = logging.getLogger(__name__)
@@ -57,7 +57,7 @@ ACCOUNTING_TABLE = "bronze/ingest_accounting"
 
 LIVE_ORDER = 99_999_999_999_999  # a live file sorts after every rotated copy of its stream
 HEAD_BYTES = 4096
-EXCLUDED_NAMES = ("truth.jsonl", "manifest.json", "*.md", ".*", "_SUCCESS", "*.crc")
+EXCLUDED_NAMES = ("truth.jsonl", "manifest.json", "bench-plan.json", "*.md", ".*", "_SUCCESS", "*.crc")
 
 _ROTATION = re.compile(
     r"^(?P<base>.+?)\.(?P<suffix>\d{4}-\d{2}-\d{2}(?:-\d{2}(?:-\d{2})?)?|\d{1,4})$"
@@ -435,14 +435,28 @@ def _consumed(storage: LakeStorage) -> dict[str, dict]:
     return {r["file_id"]: r.asDict() for r in rows.collect()}  # one row per file: small
 
 
+# Continuation lines (stack traces, multi-line messages) up to this count are broadcast to the
+# record starts instead of shuffling every record's text to meet them.
+BROADCAST_CONTINUATION_LINES = 200_000
+
+
 def stage_parsed(spark: SparkSession, lines: DataFrame, source_time_zone: str, staging: str) -> DataFrame:
-    """Run every parser over ``lines``, staging each parser's output as Parquet; return their union.
+    """Frame log lines into records and run every parser, staging each step as Parquet; return
+    the union of the parsers' outputs. ``lines`` are staged marked lines (``mark_lines``).
 
     One Spark action per parser keeps each plan small (a union of all parser plans is large
     enough to exhaust a 2 GB driver while it is optimised), and each is planned exactly once.
+    The framing (line -> record start) is staged too: ``line_statuses`` reads it.
     """
     is_log = F.col("log_kind").isin(*LOG_KINDS)
-    records, _ = frame_log_lines(lines.where(is_log & ~_unparseable()), source_time_zone)
+    log_lines = unmark(lines.where(is_log & ~_unparseable()))
+    record_framing(log_lines).write.mode("overwrite").parquet(f"{staging}/framing")
+    framing = spark.read.parquet(f"{staging}/framing")
+    continuation_lines = framing.where(F.col("line_format").isNull() & F.col("record_line").isNotNull()).count()
+    records, _ = group_records(
+        log_lines, source_time_zone, framing=framing,
+        broadcast_continuations=continuation_lines <= BROADCAST_CONTINUATION_LINES,
+    )
     records.write.mode("overwrite").parquet(f"{staging}/records")
     records = spark.read.parquet(f"{staging}/records")
     file_lines = lines.where(~is_log & ~_unparseable())
@@ -452,15 +466,24 @@ def stage_parsed(spark: SparkSession, lines: DataFrame, source_time_zone: str, s
     return spark.read.schema(EVENT_SCHEMA).parquet(*[f"{staging}/parsed/{name}" for name, _ in outputs])
 
 
-def line_statuses(lines: DataFrame, parsed: DataFrame, source_time_zone: str) -> DataFrame:
-    """Every line's status (parsed | irrelevant | malformed) from the parse outcomes."""
+def line_statuses(lines: DataFrame, parsed: DataFrame, framing: DataFrame) -> DataFrame:
+    """Every line's status (parsed | irrelevant | malformed) from the parse outcomes and the
+    staged framing (no text is shuffled: see ``transforms.accounting``)."""
     is_log = F.col("log_kind").isin(*LOG_KINDS)
-    log_lines = lines.where(is_log)
-    _, framing = frame_log_lines(log_lines.where(~_unparseable()), source_time_zone)
     outcomes = parsed.select("file_id", "line_number", "event_type", "details")
-    return line_status_for_logs(log_lines, framing, outcomes).unionByName(
+    return line_status_for_logs(lines.where(is_log), framing, outcomes).unionByName(
         line_status_for_files(lines.where(~is_log), outcomes)
     )
+
+
+def quarantine_lines(status: DataFrame, lines: DataFrame) -> DataFrame:
+    """Malformed lines with their text. Usually few: then they are broadcast and the lines are
+    not shuffled to meet them."""
+    malformed = status.where(F.col("status") == "malformed").select("file_id", "source_file", "line_number", "reason")
+    if malformed.count() <= BROADCAST_CONTINUATION_LINES:
+        malformed = F.broadcast(malformed)
+    text = lines.select("file_id", "line_number", F.substring("text", 1, 10_000).alias("raw"))
+    return malformed.join(text, ["file_id", "line_number"])
 
 
 def _unparseable() -> Column:
@@ -468,14 +491,36 @@ def _unparseable() -> Column:
     return (F.col("line_chars") > F.length("text")) | (F.instr("text", "\u0000") > 0)
 
 
+def in_window(path: Path, window: tuple[float | None, float | None]) -> bool:
+    """Whether the file's modification time lies in ``window`` ([start, end), epoch seconds)."""
+    start, end = window
+    mtime = path.stat().st_mtime
+    return (start is None or mtime >= start) and (end is None or mtime < end)
+
+
 def ingest(
-    spark: SparkSession, storage: LakeStorage, inputs: list[str], config: AppConfig, run_id: str
+    spark: SparkSession,
+    storage: LakeStorage,
+    inputs: list[str],
+    config: AppConfig,
+    run_id: str,
+    window: tuple[float | None, float | None] = (None, None),
 ) -> IngestResult:
-    """Read what is new under ``inputs`` into bronze; return the line accounting."""
+    """Read what is new under ``inputs`` into bronze; return the line accounting.
+
+    ``window`` (``--since`` / ``--date``) bounds the files looked at by modification time (when the
+    collector delivered them), never the events: files outside it are not even hashed.
+    """
+    # Scratch space of runs that were killed: never read again (each run stages under its own id).
+    _remove_staging(f"{storage.lake.rstrip('/')}/_staging")
     paths = discover(inputs)
+    outside = 0
+    if window != (None, None):
+        kept = [p for p in paths if in_window(p, window)]
+        outside, paths = len(paths) - len(kept), kept
     files = [describe(p, config) for p in paths]
     plan = plan_reads(files, _consumed(storage))
-    skipped_counts: dict[str, int] = {}
+    skipped_counts: dict[str, int] = {"outside_window": outside} if outside else {}
     for _, reason in plan.skipped:
         skipped_counts[reason] = skipped_counts.get(reason, 0) + 1
     log.info("ingest: %d files, %d to read, skipped %s", len(files), len(plan.tasks), skipped_counts)
@@ -485,18 +530,17 @@ def ingest(
     # Stage each step's output once as Parquet: the parser plan is planned and run exactly once,
     # and nothing depends on cache() (unavailable on serverless).
     staging = f"{storage.lake.rstrip('/')}/_staging/{run_id}"
-    read_lines(spark, plan.tasks, config).write.mode("overwrite").parquet(f"{staging}/lines")
+    is_log = F.col("log_kind").isin(*LOG_KINDS)
+    marked = mark_lines(read_lines(spark, plan.tasks, config), is_log & ~_unparseable())
+    marked.write.mode("overwrite").parquet(f"{staging}/lines")
     lines = spark.read.parquet(f"{staging}/lines")
     parsed = stage_parsed(spark, lines, config.ingest.source_time_zone, staging)
-    line_statuses(lines, parsed, config.ingest.source_time_zone).write.mode("overwrite").parquet(
-        f"{staging}/status"
-    )
+    framing = spark.read.parquet(f"{staging}/framing")
+    line_statuses(lines, parsed, framing).write.mode("overwrite").parquet(f"{staging}/status")
     status = spark.read.parquet(f"{staging}/status")
 
     storage.upsert(EVENTS_TABLE, parsed.where(F.col("event_type") != MALFORMED), ["event_id"])
-    quarantine = status.where(F.col("status") == "malformed").select(
-        "file_id", "source_file", "line_number", "reason", F.substring("text", 1, 10_000).alias("raw")
-    )
+    quarantine = quarantine_lines(status, lines)
     storage.upsert(
         QUARANTINE_TABLE, quarantine.withColumn("run_id", F.lit(run_id)), ["file_id", "line_number"]
     )

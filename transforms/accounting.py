@@ -15,7 +15,7 @@ from pyspark.sql import functions as F
 
 from transforms.parse import MALFORMED
 
-STATUS_COLUMNS = ["file_id", "source_file", "line_number", "status", "reason", "text", "bad_utf8"]
+STATUS_COLUMNS = ["file_id", "source_file", "line_number", "status", "reason", "bad_utf8"]
 
 
 def line_problem(text: Column, line_chars: Column) -> Column:
@@ -37,8 +37,7 @@ def _outcomes(events: DataFrame) -> DataFrame:
     )
 
 
-def _status(problem: Column, has_event: Column, parser_reason: Column, orphan: Column, text: Column) -> list[Column]:
-    blank = F.trim(text) == ""
+def _status(problem: Column, has_event: Column, parser_reason: Column, orphan: Column, blank: Column) -> list[Column]:
     status = (
         F.when(problem.isNotNull(), "malformed")
         .when(parser_reason.isNotNull(), "malformed")
@@ -55,38 +54,46 @@ def _status(problem: Column, has_event: Column, parser_reason: Column, orphan: C
     return [status.alias("status"), reason.alias("reason")]
 
 
+def _line_facts(lines: DataFrame) -> DataFrame:
+    """The per-line facts the status needs, computed before any join: the text is never shuffled
+    (the quarantine fetches the text of its few malformed lines afterwards)."""
+    return lines.select(
+        "file_id",
+        "source_file",
+        "line_number",
+        line_problem(F.col("text"), F.col("line_chars")).alias("_problem"),
+        (F.trim("text") == "").alias("_blank"),
+        (F.instr("text", "\ufffd") > 0).alias("bad_utf8"),
+    )
+
+
 def line_status_for_logs(log_lines: DataFrame, framing: DataFrame, record_events: DataFrame) -> DataFrame:
     """Status of every line of a log file, from its record's parse outcome."""
     outcomes = _outcomes(record_events).withColumnRenamed("line_number", "record_line")
     joined = (
-        log_lines.select("file_id", "source_file", "line_number", "text", "line_chars")
+        _line_facts(log_lines)
         .join(framing.select("file_id", "line_number", "record_line"), ["file_id", "line_number"], "left")
         .join(outcomes, ["file_id", "record_line"], "left")
     )
-    problem = line_problem(F.col("text"), F.col("line_chars"))
     return joined.select(
         "file_id",
         "source_file",
         "line_number",
-        *_status(problem, F.col("has_event"), F.col("parser_reason"), F.col("record_line").isNull(), F.col("text")),
-        "text",
-        (F.instr("text", "\ufffd") > 0).alias("bad_utf8"),
+        *_status(F.col("_problem"), F.col("has_event"), F.col("parser_reason"), F.col("record_line").isNull(),
+                 F.col("_blank")),
+        "bad_utf8",
     )
 
 
 def line_status_for_files(file_lines: DataFrame, file_events: DataFrame) -> DataFrame:
     """Status of every line of a file-level format (dumps, checkpoints)."""
-    joined = file_lines.select("file_id", "source_file", "line_number", "text", "line_chars").join(
-        _outcomes(file_events), ["file_id", "line_number"], "left"
-    )
-    problem = line_problem(F.col("text"), F.col("line_chars"))
+    joined = _line_facts(file_lines).join(_outcomes(file_events), ["file_id", "line_number"], "left")
     return joined.select(
         "file_id",
         "source_file",
         "line_number",
-        *_status(problem, F.col("has_event"), F.col("parser_reason"), F.lit(False), F.col("text")),
-        "text",
-        (F.instr("text", "\ufffd") > 0).alias("bad_utf8"),
+        *_status(F.col("_problem"), F.col("has_event"), F.col("parser_reason"), F.lit(False), F.col("_blank")),
+        "bad_utf8",
     )
 
 

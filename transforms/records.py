@@ -120,21 +120,27 @@ def _split_first_line(source_time_zone: str) -> list[Column]:
 PROVENANCE = ["file_id", "source_file", "cluster_id", "host_id", "file_order", "log_kind"]
 
 
-def group_records(lines: DataFrame, source_time_zone: str = "UTC") -> tuple[DataFrame, DataFrame]:
-    """Attach continuation lines to the record above them.
+def record_framing(marked: DataFrame) -> DataFrame:
+    """Per physical line: the line number of the record start at or above it (``record_line``).
 
-    Returns ``(records, line_status)``: records as documented in ``transforms.parse``, and one row
-    per physical line (file_id, line_number, record_line) mapping every line to the first line of
-    its record (null for lines before any record start: orphans).
+    Only keys and the start flag go through the window's shuffle, never the text: framing cost
+    then scales with the line count, not with the bytes (log lines are up to a few KB).
     """
     by_file = Window.partitionBy("file_id").orderBy("line_number").rowsBetween(Window.unboundedPreceding, 0)
-    numbered = lines.withColumn(
+    return marked.select("file_id", "line_number", "line_format").withColumn(
         "record_line",
         F.max(F.when(F.col("line_format").isNotNull(), F.col("line_number"))).over(by_file),
     )
-    line_status = numbered.select("file_id", "line_number", "record_line", "line_format")
-    continuation = (
-        numbered.where(F.col("line_format").isNull() & F.col("record_line").isNotNull())
+
+
+def record_continuations(marked: DataFrame, framing: DataFrame) -> DataFrame:
+    """Per record with continuation lines: how many, and their text joined in line order."""
+    cont_keys = framing.where(F.col("line_format").isNull() & F.col("record_line").isNotNull()).select(
+        "file_id", "line_number", "record_line"
+    )
+    cont_text = marked.where(F.col("line_format").isNull()).select("file_id", "line_number", "inner")
+    return (
+        cont_keys.join(cont_text, ["file_id", "line_number"])
         .groupBy("file_id", "record_line")
         .agg(
             F.count("*").alias("extra_lines"),
@@ -146,7 +152,29 @@ def group_records(lines: DataFrame, source_time_zone: str = "UTC") -> tuple[Data
             ).alias("continuation"),
         )
     )
-    starts = numbered.where(F.col("line_format").isNotNull()).select(
+
+
+def group_records(
+    lines: DataFrame,
+    source_time_zone: str = "UTC",
+    framing: DataFrame | None = None,
+    broadcast_continuations: bool = False,
+) -> tuple[DataFrame, DataFrame]:
+    """Attach continuation lines to the record above them.
+
+    Returns ``(records, line_status)``: records as documented in ``transforms.parse``, and one row
+    per physical line (file_id, line_number, record_line, line_format) mapping every line to the
+    first line of its record (null for lines before any record start: orphans).
+
+    ``framing`` may be given pre-computed (staged) by the caller; ``broadcast_continuations``
+    says the continuation side is small (most records are one line), so the record starts are
+    joined to it without being shuffled.
+    """
+    line_status = record_framing(lines) if framing is None else framing
+    continuation = record_continuations(lines, line_status)
+    if broadcast_continuations:
+        continuation = F.broadcast(continuation)
+    starts = lines.where(F.col("line_format").isNotNull()).select(
         *PROVENANCE, "line_number", "line_format", "inner", *_split_first_line(source_time_zone)
     )
     joined = starts.join(
@@ -207,3 +235,26 @@ def frame_log_lines(lines: DataFrame, source_time_zone: str = "UTC") -> tuple[Da
     """lines -> (records, line_status): the whole framing chain."""
     marked = lines.transform(strip_wrappers).transform(mark_record_starts)
     return group_records(marked, source_time_zone)
+
+
+MARK_COLUMNS = ["inner", "is_csv", "csv_ts", "csv_level", "csv_logger", "csv_message", "line_format"]
+
+
+def mark_lines(lines: DataFrame, is_log: Column) -> DataFrame:
+    """Strip wrappers and mark record starts once, in the staged form of every line.
+
+    Rows where ``is_log`` is false (dump and checkpoint lines) get nulls. ``inner`` is kept only
+    where a wrapper was removed (``unmark`` restores it), so staging does not store each line twice.
+    """
+    marked = lines.transform(strip_wrappers).transform(mark_record_starts)
+    inner = F.when(is_log & (F.col("inner") != F.col("text")), F.col("inner")).alias("inner")
+    return marked.select(
+        *[c for c in lines.columns if c not in MARK_COLUMNS],
+        inner,
+        *[F.when(is_log, F.col(c)).alias(c) for c in MARK_COLUMNS if c != "inner"],
+    )
+
+
+def unmark(staged: DataFrame) -> DataFrame:
+    """Staged marked lines -> the form ``group_records`` reads (``inner`` always set)."""
+    return staged.withColumn("inner", F.coalesce(F.col("inner"), F.col("text")))
