@@ -1,0 +1,126 @@
+"""Differential tests over the whole model: Spark's partition timeline vs the pure-Python one
+(``reference_model.timeline``), and every registered Spark invariant vs ``check_history`` (which
+builds its own timeline from the events: no Spark in the model).
+
+Histories: the C1 generators (ZK broker-side requests with stand-in states, a KRaft metadata log
+with fences, registrations, ISR changes and produces) plus ZK controller decision lines (several
+controllers and epochs, re-sends) and Redpanda terms with produces and segment batches.
+"""
+
+from __future__ import annotations
+
+import random
+
+from hypothesis import given
+
+from reference_model import check_history
+from reference_model.model import key_of
+from reference_model.timeline import partition_timeline
+from tests.c1_events import History, to_df
+from tests.test_differential_c1 import SEEDS, SETTINGS, kraft_history, zk_history
+from transforms.invariants import INVARIANTS
+from transforms.invariants.base import CheckContext
+from transforms.timelines import SILVER_BUILDERS, TIMELINE_COLUMNS
+
+
+def zk_controller_history(seed: int) -> History:
+    """Controller decision lines of two controllers (CE 5/6), brokers' received states (stand-ins
+    and re-sends), leader lines, produces and dump batches."""
+    rnd = random.Random(seed)
+    h = History(f"zkc-{seed}")
+    t = 0.0
+    for _ in range(rnd.randint(3, 12)):
+        t += rnd.choice([0.2, 0.5, 1.5])
+        part = rnd.choice([0, 1])
+        le, leader = rnd.randint(0, 5), rnd.choice([1, 2, 3])
+        kind = rnd.random()
+        if kind < 0.4:
+            c = rnd.choice([1, 2])
+            h.ev(rnd.choice(["controller_partition_state_change", "controller_isr_change"]), c, t=t, topic="orders",
+                 partition=part, controller_id=c, controller_epoch=4 + c, leader=leader, leader_epoch=le,
+                 partition_epoch=rnd.randint(0, 9), isr=[leader], broker_id=None)
+        elif kind < 0.7:
+            ce = rnd.choice([6, 7])
+            h.ev("leader_and_isr_received", rnd.choice([1, 2, 3]), t=t, topic="orders", partition=part,
+                 controller_id=rnd.choice([2, 3]), controller_epoch=ce,
+                 state_controller_epoch=ce - rnd.randint(0, 1), leader=leader, leader_epoch=le,
+                 partition_epoch=rnd.randint(0, 9), isr=[leader])
+        elif kind < 0.85:
+            h.ev(rnd.choice(["become_leader", "become_follower"]), leader, t=t, topic="orders", partition=part,
+                 leader_epoch=le, leader=leader, offset=rnd.randint(0, 5) * 10)
+        else:
+            b = rnd.choice([1, 2, 3])
+            h.ev("request_produce", b, "request", t=t, topic="orders", partition=part, error="NONE")
+            h.ev("data_batch", b, "segment-dump", t=None, topic="orders", partition=part,
+                 offset=rnd.randint(0, 5) * 10, last_offset=None, leader_epoch=le)
+    return h
+
+
+def redpanda_history(seed: int) -> History:
+    """Raft terms (became the leader), produces and checkpoints of a Redpanda cluster."""
+    rnd = random.Random(seed)
+    h = History(f"rp-{seed}")
+    t = 0.0
+    for _ in range(rnd.randint(2, 8)):
+        t += rnd.choice([0.3, 1.0, 2.0])
+        n = rnd.choice([1, 2, 3])
+        if rnd.random() < 0.6:
+            h.ev("rp_became_leader", n, "redpanda", t=t, topic="orders", partition=0, leader_epoch=rnd.randint(1, 4))
+        else:
+            h.ev("request_produce", n, "request", t=t, topic="orders", partition=0, error="NONE")
+    return h
+
+
+def _histories(seeds: list[int]) -> list[History]:
+    out = []
+    for s in seeds:
+        out += [zk_history(s), kraft_history(s), zk_controller_history(s), redpanda_history(s)]
+    return out
+
+
+def _ctx(spark, rows):
+    events = to_df(spark, rows).cache()
+    ctx = CheckContext(events=events)
+    ctx.silver = {name: fn(events, ctx.config) for name, fn in SILVER_BUILDERS.items()}
+    return ctx
+
+
+def _norm(r: dict) -> tuple:
+    return tuple(tuple(v) if isinstance(v, list) else v for v in (r[c] for c in TIMELINE_COLUMNS))
+
+
+def _compare_timeline(ctx, rows) -> list[tuple]:
+    got = sorted((_norm(r.asDict()) for r in ctx.silver["partition_timeline"].collect()), key=str)
+    want = sorted((_norm(r) for r in partition_timeline(rows)), key=str)
+    assert got == want
+    return want
+
+
+def _compare_all(ctx, rows) -> list[tuple]:
+    out = INVARIANTS[0].check(ctx)
+    for inv in INVARIANTS[1:]:
+        out = out.unionByName(inv.check(ctx))
+    got = sorted(((key_of(r.asDict()), tuple(r["evidence"])) for r in out.collect()), key=str)
+    want = sorted(((key_of(v), tuple(v["evidence"])) for v in check_history(rows, ctx.config)), key=str)
+    assert got == want
+    return want
+
+
+@SETTINGS
+@given(SEEDS)
+def test_timeline_and_every_invariant_match_model(spark, seeds):
+    rows = [r for h in _histories(seeds) for r in h.rows]
+    ctx = _ctx(spark, rows)
+    _compare_timeline(ctx, rows)
+    _compare_all(ctx, rows)
+
+
+def test_generators_exercise_every_timeline_source(spark):
+    """Guard: the histories yield decisions from every source and violations of several kinds."""
+    rows = [r for h in _histories(list(range(12))) for r in h.rows]
+    ctx = _ctx(spark, rows)
+    tl = _compare_timeline(ctx, rows)
+    sources = {r[TIMELINE_COLUMNS.index("source")] for r in tl}
+    assert sources == {"kraft", "zk-controller", "zk-leader-and-isr", "redpanda"}, sources
+    kinds = {k[0] for k, _ in _compare_all(ctx, rows)}
+    assert len(kinds) >= 6, kinds
