@@ -401,6 +401,16 @@ def our_core_violations(storage: Any) -> set[tuple]:
     return {tuple(r) for r in rows}
 
 
+def detection_quality(storage: Any, corpus: Path) -> dict[str, Any] | None:
+    """All our violations against the corpus's ground truth (truth.jsonl): precision and recall."""
+    from jobs.evaluate import found_keys, load_truth, score
+
+    if not storage.exists("gold/violations"):
+        return None
+    result = score(found_keys(storage.read("gold/violations")), load_truth([corpus]))
+    return result.summary()
+
+
 def bronze_counts(storage: Any) -> dict[str, int]:
     """Bronze rows per event type (a few dozen rows)."""
     rows = storage.read("bronze/events").groupBy("event_type").count().collect()
@@ -501,6 +511,11 @@ def render_table(result: dict[str, Any], to_stderr: bool) -> None:
         f"peak Python workers RSS {result['peak_python_workers_rss_mb']:,.0f} MB; "
         f"violations_agree={result['violations_agree']}"
     )
+    d = result.get("detection")
+    if d:
+        console.print(f"against truth.jsonl: precision {d['precision']}, recall {d['recall']} "
+                      f"({d['true_positives']} found; false positives {d['false_positives'] or 'none'}; "
+                      f"false negatives {d['false_negatives'] or 'none'})")
 
 
 # --- entry point ------------------------------------------------------------------------------
@@ -559,6 +574,7 @@ def run(args: argparse.Namespace) -> int:
         duck: dict[str, Any] = {}
         agree: bool | None = None
         ours_keys = our_core_violations(storage) if "checks" in stages else set()
+        detection = detection_quality(storage, corpus) if "checks" in stages else None
         counts = bronze_counts(storage)
         if args.baseline == "duckdb":
             baseline = load_baseline()
@@ -657,6 +673,7 @@ def run(args: argparse.Namespace) -> int:
         "peak_python_worker_rss_mb": overall.get("python_worker_max_rss_mb", 0.0),
         "jvm_peak_rss_hwm_mb": round(_rss_kb(jvm_pid, "VmHWM") / 1024, 1) if jvm_pid else None,
         "violations_agree": agree,
+        "detection": detection,
         "core_invariants": list(CORE_INVARIANTS),
         "duckdb": {k: v for k, v in duck.items() if k in ("violations",)},
         "baseline": args.baseline,

@@ -36,6 +36,7 @@ def test_stages_include_their_prerequisites():
     assert _stages("ingest") == ["ingest"]
 
 
+@pytest.mark.slow
 def test_bench_smoke_emits_every_field(spark, bench, capsys):
     out = bench / "results"
     code = main([
@@ -58,6 +59,8 @@ def test_bench_smoke_emits_every_field(spark, bench, capsys):
         assert s["duckdb_seconds"] is not None and s["duckdb_seconds"] >= 0
         assert "ratio" in s and "memory" in s
     assert result["stages"]["ingest"]["lines_per_second"] > 0
+    # detection quality against the corpus's truth.jsonl is part of every run with checks
+    assert set(result["detection"]) >= {"precision", "recall", "true_positives", "false_positives"}
     assert result["stages"]["ingest"]["parse_counts"]
     assert result["stages"]["checks"]["core_seconds"] is not None
     for fact in ("cores", "memory_gb", "spark_version", "duckdb_version"):
