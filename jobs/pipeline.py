@@ -54,19 +54,108 @@ def silver_builders() -> dict[str, Any]:
     return builders
 
 
-def run_timelines(spark: SparkSession, storage: LakeStorage, config: AppConfig) -> StageResult:
-    """bronze events → every silver table (rebuilt from the full bronze history)."""
+# Incremental state. ``bronze/ingest_accounting`` is the ledger of what bronze holds: one row per
+# chunk of a file ingested (file id, first line), written after that chunk's events. A cluster's
+# fingerprint is the hash of its ledger keys; silver and gold record the fingerprint they were last
+# built from, per cluster, and a run rebuilds only the clusters whose fingerprint moved.
+LEDGER_TABLE = "bronze/ingest_accounting"
+SILVER_STATE_TABLE = "state/silver_built"
+GOLD_STATE_TABLE = "state/gold_checked"
+STATE_SCHEMA = "cluster_id string, fingerprint string, run_id string"
+RUN_SUMMARY_SCHEMA = (
+    "run_id string, command string, started_at timestamp, finished_at timestamp, exit_code int, "
+    "new_violations long, summary string"
+)
+
+
+def ledger_fingerprints(storage: LakeStorage) -> dict[str, str]:
+    """Per cluster, a fingerprint of every bronze chunk ingested for it so far (small: one row per chunk)."""
+    if storage.exists(LEDGER_TABLE):
+        keys = storage.read(LEDGER_TABLE).select(
+            "cluster_id", F.concat_ws(":", "file_id", F.col("start_line").cast("string")).alias("k")
+        )
+    elif storage.exists(EVENTS_TABLE):  # a lake written without the ledger (tests, old lakes)
+        keys = storage.read(EVENTS_TABLE).select("cluster_id", F.col("event_id").alias("k"))
+    else:
+        return {}
+    rows = (
+        keys.groupBy("cluster_id")
+        .agg(F.sha2(F.concat_ws(",", F.array_sort(F.collect_set("k"))), 256).alias("fp"))
+        .collect()
+    )
+    return {r["cluster_id"]: r["fp"] for r in rows if r["cluster_id"] is not None}
+
+
+def _built(storage: LakeStorage, state_table: str) -> dict[str, str]:
+    if not storage.exists(state_table):
+        return {}
+    return {r["cluster_id"]: r["fingerprint"] for r in storage.read(state_table).collect()}
+
+
+def stale_clusters(storage: LakeStorage, state_table: str) -> tuple[list[str], dict[str, str]]:
+    """Clusters whose bronze moved since ``state_table`` last recorded them, and every fingerprint."""
+    fps = ledger_fingerprints(storage)
+    done = _built(storage, state_table)
+    return sorted(c for c, fp in fps.items() if done.get(c) != fp), fps
+
+
+def _mark_built(
+    spark: SparkSession, storage: LakeStorage, state_table: str, clusters: list[str], fps: dict[str, str], run_id: str
+) -> None:
+    rows = [(c, fps[c], run_id) for c in clusters]
+    storage.upsert(state_table, spark.createDataFrame(rows, STATE_SCHEMA), ["cluster_id"])
+
+
+def completed_runs(storage: LakeStorage) -> set[str]:
+    if not storage.exists(RUN_SUMMARY_TABLE):
+        return set()
+    return {r["run_id"] for r in storage.read(RUN_SUMMARY_TABLE).select("run_id").collect()}
+
+
+def record_run(spark: SparkSession, storage: LakeStorage, summary: dict[str, Any], command: str,
+               started_at: Any, finished_at: Any) -> None:
+    """Write this run's row of gold/run_summary: from then on its violations count as reported."""
+    import json
+
+    new = sum(v.get("count", 0) for v in summary.get("stages", {}).get("check", {}).get("violations", []))
+    row = (summary["run_id"], command, started_at, finished_at, int(summary.get("exit_code", 0)), int(new),
+           json.dumps(summary, sort_keys=True, default=str))
+    storage.upsert(RUN_SUMMARY_TABLE, spark.createDataFrame([row], RUN_SUMMARY_SCHEMA), ["run_id"])
+
+
+def run_timelines(spark: SparkSession, storage: LakeStorage, config: AppConfig, run_id: str = "") -> StageResult:
+    """bronze events → silver tables, rebuilt only for the clusters whose bronze grew.
+
+    A cluster's silver rows are rebuilt from that cluster's whole bronze history (read by partition)
+    and replace its old rows in one commit per table; other clusters' files are not touched.
+    """
     if not storage.exists(EVENTS_TABLE):
         return StageResult("timelines", "skipped", {"reason": "no bronze events yet"})
     builders = silver_builders()
     if not builders:
         return StageResult("timelines", "skipped", {"reason": "no silver builders in this build"})
-    events = storage.read(EVENTS_TABLE)
+    dirty, fps = stale_clusters(storage, SILVER_STATE_TABLE)
+    if not dirty:
+        return StageResult("timelines", "ran", {"tables": sorted(builders), "clusters": []})
     cfg = check_config(config)
-    for name, build in sorted(builders.items()):
-        storage.overwrite(f"silver/{name}", build(events, cfg))
-        log.info("silver/%s written", name)
-    return StageResult("timelines", "ran", {"tables": sorted(builders)})
+    events = storage.read_where(EVENTS_TABLE, "cluster_id", dirty)
+    built = {name: build(events, cfg) for name, build in sorted(builders.items())}
+    changed = [
+        name for name, df in built.items()
+        if storage.exists(f"silver/{name}") and set(storage.read(f"silver/{name}").columns) != set(df.columns)
+    ]
+    if changed:  # a new build changed a silver schema: rebuild every cluster of every table
+        log.warning("silver schema changed (%s): rebuilding every cluster", ", ".join(changed))
+        dirty = sorted(fps)
+        events = storage.read(EVENTS_TABLE)
+        for name, build in sorted(builders.items()):
+            storage.overwrite(f"silver/{name}", build(events, cfg))
+    else:
+        for name, df in built.items():
+            storage.replace_where(f"silver/{name}", df, "cluster_id", dirty)
+            log.info("silver/%s rebuilt for %d cluster(s)", name, len(dirty))
+    _mark_built(spark, storage, SILVER_STATE_TABLE, dirty, fps, run_id)
+    return StageResult("timelines", "ran", {"tables": sorted(builders), "clusters": dirty})
 
 
 def violation_ids(violations: DataFrame) -> DataFrame:
@@ -80,37 +169,92 @@ def violation_ids(violations: DataFrame) -> DataFrame:
     return violations.withColumn("violation_id", F.sha2(key, 256))
 
 
+VIOLATION_KEY = ("invariant", "cluster_id", "topic", "partition", "broker_id", "leader_epoch", "expected_epoch")
+
+
+def first_reports(found: DataFrame, known: DataFrame, completed: list[str]) -> DataFrame:
+    """(violation_id, _first_run): the completed run that first reported each found violation.
+
+    The same violation is the same id, or — when later logs add evidence to it (a late file, the
+    next night's lines), which changes its id — a known row with the same invariant, partition,
+    broker and epochs that shares an evidence event with it: it keeps the run that reported it.
+    """
+    f, k = found.alias("f"), known.alias("k")
+    cond = [F.col(f"f.{c}").eqNullSafe(F.col(f"k.{c}")) for c in VIOLATION_KEY]
+    same = (F.col("f.violation_id") == F.col("k.violation_id")) | F.coalesce(
+        F.arrays_overlap(F.col("f.evidence"), F.col("k.evidence")), F.lit(False)
+    )
+    return (
+        f.join(k, [*cond, same], "inner")
+        .where(F.col("k.run_id").isin(completed))
+        .groupBy(F.col("f.violation_id").alias("violation_id"))
+        .agg(F.min("k.run_id").alias("_first_run"))
+    )
+
+
 def run_checks(
     spark: SparkSession, storage: LakeStorage, config: AppConfig, run_id: str
 ) -> tuple[StageResult, DataFrame | None]:
-    """silver + bronze → gold violations (a violation keeps the run that first reported it)."""
+    """silver + bronze → gold violations, for the clusters whose bronze grew; report what is new.
+
+    Gold holds, per cluster, every violation the cluster's history proves. A cluster is re-checked
+    over its whole history when its bronze grew; its gold rows are replaced in one commit, and a
+    violation already there keeps its ``run_id`` (the run that first proved it) as long as that run
+    completed (has a ``gold/run_summary`` row). A violation is reported (counted, exit code 3) only
+    by the run that first proves it, or by the first complete run after a killed one that wrote it.
+    """
     from transforms.invariants import INVARIANTS
 
     if not storage.exists(EVENTS_TABLE):
         return StageResult("check", "skipped", {"reason": "no bronze events yet"}), None
     if not INVARIANTS:
         return StageResult("check", "skipped", {"reason": "no invariants registered in this build"}), None
-    silver = {
-        name: storage.read(f"silver/{name}") for name in silver_builders() if storage.exists(f"silver/{name}")
-    }
-    ctx = CheckContext(events=storage.read(EVENTS_TABLE), silver=silver, config=check_config(config))
-    found = [inv.check(ctx).select(*CHECK_COLUMNS) for inv in INVARIANTS]
-    empty = spark.createDataFrame([], CHECK_SCHEMA)
-    violations = violation_ids(reduce(DataFrame.unionByName, found, empty)).dropDuplicates(["violation_id"])
-    violations = violations.withColumn("run_id", F.lit(run_id)).select(
-        "run_id", "violation_id", *CHECK_COLUMNS
-    )
-    if storage.exists(VIOLATIONS_TABLE):
-        known = storage.read(VIOLATIONS_TABLE).select("violation_id")
-        new = violations.join(known, "violation_id", "left_anti")
-    else:
-        new = violations
-    storage.upsert(VIOLATIONS_TABLE, new, ["violation_id"])
-    current = storage.read(VIOLATIONS_TABLE).join(
-        violations.select("violation_id"), "violation_id", "left_semi"
-    )
+    dirty, fps = stale_clusters(storage, GOLD_STATE_TABLE)
+    silver_stale = set(stale_clusters(storage, SILVER_STATE_TABLE)[0]) & set(dirty)
+    if silver_stale:
+        log.warning("silver is older than bronze for %s: run the timelines stage first", sorted(silver_stale))
+    completed = sorted(completed_runs(storage))
+    if dirty:
+        silver = {
+            name: storage.read_where(f"silver/{name}", "cluster_id", dirty)
+            for name in silver_builders() if storage.exists(f"silver/{name}")
+        }
+        events = storage.read_where(EVENTS_TABLE, "cluster_id", dirty)
+        ctx = CheckContext(events=events, silver=silver, config=check_config(config))
+        found = [inv.check(ctx).select(*CHECK_COLUMNS) for inv in INVARIANTS]
+        empty = spark.createDataFrame([], CHECK_SCHEMA)
+        violations = violation_ids(reduce(DataFrame.unionByName, found, empty)).dropDuplicates(["violation_id"])
+        violations = violations.where(F.col("cluster_id").isin(dirty))
+        # Staged once: the checks' plan is large, and the found rows are read twice below.
+        staged = f"{storage.lake.rstrip('/')}/_staging/{run_id}/violations"
+        violations.write.mode("overwrite").parquet(staged)
+        violations = spark.read.parquet(staged)
+        if storage.exists(VIOLATIONS_TABLE):
+            violations = violations.join(
+                first_reports(violations, storage.read_where(VIOLATIONS_TABLE, "cluster_id", dirty), completed),
+                "violation_id",
+                "left",
+            ).withColumn("run_id", F.coalesce(F.col("_first_run"), F.lit(run_id)))
+        else:
+            violations = violations.withColumn("run_id", F.lit(run_id))
+        violations = violations.select("run_id", "violation_id", *CHECK_COLUMNS)
+        storage.replace_where(VIOLATIONS_TABLE, violations, "cluster_id", dirty)
+        _mark_built(spark, storage, GOLD_STATE_TABLE, dirty, fps, run_id)
+        from jobs.ingest import _remove_staging
+
+        _remove_staging(staged.rsplit("/", 1)[0])
+    if not storage.exists(VIOLATIONS_TABLE):
+        return StageResult("check", "ran", {"clusters": dirty, "violations": [], "known": 0}), None
+    gold = storage.read(VIOLATIONS_TABLE)
+    # Written by a run that was killed before it completed: never reported, so this run reports them.
+    orphans = gold.where(~F.col("run_id").isin(completed) & (F.col("run_id") != run_id))
+    if orphans.limit(1).count():
+        storage.upsert(VIOLATIONS_TABLE, orphans.withColumn("run_id", F.lit(run_id)), ["violation_id"])
+        gold = storage.read(VIOLATIONS_TABLE)
+    new = gold.where(F.col("run_id") == run_id)
     counts = [
         r.asDict()
-        for r in current.groupBy("invariant", "severity", "confidence").count().orderBy("invariant").collect()
+        for r in new.groupBy("invariant", "severity", "confidence").count().orderBy("invariant").collect()
     ]
-    return StageResult("check", "ran", {"violations": counts}), current
+    known = gold.count()
+    return StageResult("check", "ran", {"clusters": dirty, "violations": counts, "known": known}), new
