@@ -337,13 +337,54 @@ LINES_SCHEMA = StructType(
 )
 
 
-def _read_lines(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """mapInArrow body: read each task's bytes and emit its lines as Arrow batches.
+READ_BLOCK_BYTES = 8 << 20  # the reader streams files: memory stays bounded by blocks, not by file size
+BATCH_BYTES = 16 << 20  # an Arrow batch is cut at batch_lines lines or this many characters
+
+
+def _task_lines(task: dict) -> Iterator[tuple[str, int]]:
+    """(text, characters) of each line in a task's byte range, read block by block.
 
     Decoding is UTF-8 with replacement (counted later by the U+FFFD marker); a line longer than
-    ``max_line_chars`` is cut there (and later quarantined), so one 10 MB line cannot blow up the
-    regex stage.
+    ``max_line_chars`` is cut there (and later quarantined) and never held whole in memory.
+    Splitting bytes at ``\\n`` is safe: 0x0A never occurs inside a multi-byte UTF-8 sequence.
     """
+    limit = task["max_line_chars"]
+    keep_bytes = 4 * limit  # enough bytes for ``limit`` characters
+    remaining = task["end_byte"] - task["start_byte"]
+    opener = gzip.open if task["compressed"] == "true" else open
+    carry, carry_dropped = b"", 0  # the unfinished last line of the previous block
+
+    def line(raw: bytes, dropped: int) -> tuple[str, int]:
+        text = raw.decode("utf-8", errors="replace")
+        chars = len(text) + dropped
+        return (text if chars <= limit else text[:limit]), chars
+
+    try:
+        with opener(task["source_file"], "rb") as fh:
+            fh.seek(task["start_byte"])
+            while remaining > 0:
+                block = fh.read(min(READ_BLOCK_BYTES, remaining))
+                if not block:
+                    break
+                remaining -= len(block)
+                parts = block.split(b"\n")
+                parts[0] = carry + parts[0]
+                carry = parts.pop()
+                for k, raw in enumerate(parts):
+                    yield line(raw, carry_dropped if k == 0 else 0)
+                    if k == 0:
+                        carry_dropped = 0
+                if len(carry) > keep_bytes:
+                    carry_dropped += len(carry) - keep_bytes
+                    carry = carry[:keep_bytes]
+    except (OSError, EOFError):
+        pass  # unreadable or truncated: the lines read so far count, the rest waits for a re-run
+    if carry or carry_dropped:
+        yield line(carry, carry_dropped)  # a last line without its final newline
+
+
+def _read_lines(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """mapInArrow body: stream each task's lines out as Arrow batches."""
     arrow_schema = pa.schema(
         [
             ("file_id", pa.string()), ("source_file", pa.string()), ("file_name", pa.string()),
@@ -352,45 +393,42 @@ def _read_lines(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
             ("line_chars", pa.int64()),
         ]
     )
+
+    def emit(task: dict, first: int, texts: list[str], lengths: list[int]) -> pa.RecordBatch:
+        n = len(texts)
+        return pa.RecordBatch.from_arrays(
+            [
+                pa.array([task["file_id"]] * n, pa.string()),
+                pa.array([task["source_file"]] * n, pa.string()),
+                pa.array([task["file_name"]] * n, pa.string()),
+                pa.array([task["cluster_id"]] * n, pa.string()),
+                pa.array([task["host_id"]] * n, pa.int32()),
+                pa.array([task["file_order"]] * n, pa.int64()),
+                pa.array([task["log_kind"]] * n, pa.string()),
+                pc.add(pa.array(range(n), pa.int64()), first),
+                pa.array(texts, pa.large_string()),
+                pa.array(lengths, pa.int64()),
+            ],
+            schema=arrow_schema,
+        )
+
     for batch in batches:
         for task in batch.to_pylist():
-            compressed = task["compressed"] == "true"
-            opener = gzip.open if compressed else open
-            try:
-                with opener(task["source_file"], "rb") as fh:
-                    fh.seek(task["start_byte"])
-                    data = fh.read(task["end_byte"] - task["start_byte"])
-            except (OSError, EOFError):
-                data = b""
-            if not data:
-                continue
-            text = data.decode("utf-8", errors="replace")
-            lines = text.split("\n")
-            if lines and lines[-1] == "":
-                lines.pop()  # the final newline ends the last line; it does not start one
-            limit = task["max_line_chars"]
             step = task["batch_lines"]
-            for start in range(0, len(lines), step):
-                chunk = lines[start : start + step]
-                lengths = pa.array([len(s) for s in chunk], pa.int64())
-                texts = pa.array([s if len(s) <= limit else s[:limit] for s in chunk], pa.large_string())
-                n = len(chunk)
-                first = task["start_line"] + start
-                yield pa.RecordBatch.from_arrays(
-                    [
-                        pa.array([task["file_id"]] * n, pa.string()),
-                        pa.array([task["source_file"]] * n, pa.string()),
-                        pa.array([task["file_name"]] * n, pa.string()),
-                        pa.array([task["cluster_id"]] * n, pa.string()),
-                        pa.array([task["host_id"]] * n, pa.int32()),
-                        pa.array([task["file_order"]] * n, pa.int64()),
-                        pa.array([task["log_kind"]] * n, pa.string()),
-                        pc.add(pa.array(range(n), pa.int64()), first),
-                        texts,
-                        lengths,
-                    ],
-                    schema=arrow_schema,
-                )
+            first = task["start_line"]
+            texts: list[str] = []
+            lengths: list[int] = []
+            size = 0
+            for text, chars in _task_lines(task):
+                texts.append(text)
+                lengths.append(chars)
+                size += len(text)
+                if len(texts) >= step or size >= BATCH_BYTES:
+                    yield emit(task, first, texts, lengths)
+                    first += len(texts)
+                    texts, lengths, size = [], [], 0
+            if texts:
+                yield emit(task, first, texts, lengths)
 
 
 def read_lines(spark: SparkSession, tasks: list[ReadTask], config: AppConfig) -> DataFrame:

@@ -77,6 +77,8 @@ def with_own_order(events: DataFrame) -> DataFrame:
     Ordering a broker's events by ``own_order()`` then keeps every file's line order (rule 2 of
     the spec's ordering) and interleaves a host's files by its own clock.
     """
+    if "_own_time" in events.columns:  # already staged once for the whole stage (a full shuffle each time)
+        return events
     w = (
         Window.partitionBy("file_id")
         .orderBy("line_number", "sub_index")
