@@ -694,12 +694,12 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _commit() -> str | None:
-    head = REPO / ".git" / "HEAD"
     try:
         import subprocess
 
+        # .git is a directory in a clone and a file in a worktree: ask git either way
         return subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True,
-                              text=True, check=True).stdout.strip() if head.exists() else None
+                              text=True, check=True).stdout.strip() if (REPO / ".git").exists() else None
     except (OSError, subprocess.CalledProcessError):
         return None
 
