@@ -69,22 +69,31 @@ NO_ERROR = ("NONE", "0")
 OWN_ORDER_COLS = ("_own_time", "file_order", "file_id", "line_number", "sub_index")
 
 
-def with_own_order(events: DataFrame) -> DataFrame:
+def with_own_order(events: DataFrame, types: tuple[str, ...] | None = None) -> DataFrame:
     """Add ``_own_time``: the running max of event_time along each file's lines.
 
     Apply it to the whole bronze table (then filter), so every check sees the same key.
 
     Ordering a broker's events by ``own_order()`` then keeps every file's line order (rule 2 of
     the spec's ordering) and interleaves a host's files by its own clock.
+
+    With ``types``, only events of those types are returned, and only they go through the
+    window's shuffle whole: every other event contributes just its position and time (the
+    running max is the same, the shuffled bytes are a fraction).
     """
-    if "_own_time" in events.columns:  # already staged once for the whole stage (a full shuffle each time)
-        return events
+    if "_own_time" in events.columns:  # already staged once for the whole stage
+        return events if types is None else events.where(F.col("event_type").isin(*types))
     w = (
         Window.partitionBy("file_id")
         .orderBy("line_number", "sub_index")
         .rowsBetween(Window.unboundedPreceding, Window.currentRow)
     )
-    return events.withColumn("_own_time", F.max("event_time").over(w))
+    if types is None:
+        return events.withColumn("_own_time", F.max("event_time").over(w))
+    wanted = events.where(F.col("event_type").isin(*types)).withColumn("_keep", F.lit(True))
+    positions = events.select("file_id", "line_number", "sub_index", "event_time").withColumn("_keep", F.lit(False))
+    both = wanted.unionByName(positions, allowMissingColumns=True)
+    return both.withColumn("_own_time", F.max("event_time").over(w)).where("_keep").drop("_keep")
 
 
 def own_order() -> list[Column]:
@@ -273,7 +282,7 @@ def _zk_decisions(events: DataFrame) -> DataFrame:
     below the request's controller epoch, or its LE is not above the latest decided LE of the
     partition. Re-sends of one state to every replica collapse the same way (equal LE).
     """
-    ev = with_own_order(events).where(F.col("event_type").isin(*(ZK_DECISION_TYPES + ZK_STAND_IN_TYPES)))
+    ev = with_own_order(events, ZK_DECISION_TYPES + ZK_STAND_IN_TYPES)
     present = (
         events.where(F.col("event_type").isin(*ZK_CONTROLLER_LOG_TYPES))
         .select(
@@ -565,8 +574,7 @@ def broker_controller_views(events: DataFrame, config: CheckConfig) -> DataFrame
         F.col("controller_epoch")
     )
     ev = (
-        with_own_order(events)
-        .where(F.col("event_type").isin(*(CONTROLLER_REQUEST_TYPES + STALE_CONTROLLER_REFUSAL_TYPES)))
+        with_own_order(events, CONTROLLER_REQUEST_TYPES + STALE_CONTROLLER_REFUSAL_TYPES)
         .where(F.col("broker_id").isNotNull())
         .withColumn("seen_controller_epoch", seen)
         .where(F.col("seen_controller_epoch").isNotNull())

@@ -52,13 +52,13 @@ def acceptances(events: DataFrame, kind: str) -> DataFrame:
     One row per UNIT_KEY with leader_epoch (requested LE), delete_partition, event_time and
     ``_pos`` of its first event, ``first_event_id`` and ``evidence`` (all proving event ids).
     """
-    ev = with_own_order(events).withColumn("_pos", _pos())
     if kind == "stop":
         trace_t, req_t = "stop_replica_received", "request_stop_replica"
         whole, per_p, follow = "stop_replica_stale_controller", STOP_PARTITION_REFUSALS, STOP_EVIDENCE
     else:
         trace_t, req_t = "leader_and_isr_received", "request_leader_and_isr"
         whole, per_p, follow = "leader_and_isr_stale_controller", LAIR_PARTITION_REFUSALS, BECOME
+    ev = with_own_order(events, (*PARTITION_EVENTS, whole, *per_p, req_t)).withColumn("_pos", _pos())
 
     part = ev.where(F.col("event_type").isin(*PARTITION_EVENTS))
     w = (
@@ -129,7 +129,7 @@ def stale_stop_replica_accepted(ctx: CheckContext) -> DataFrame:
     the check; an equal epoch is never a violation (refused on 2.6.0-3.4.0, accepted from 3.4.1).
     """
     stops = acceptances(ctx.events, "stop")
-    ev = with_own_order(ctx.events).withColumn("_pos", _pos())
+    ev = with_own_order(ctx.events, (*BECOME, "request_leader_and_isr")).withColumn("_pos", _pos())
     states = ev.where(
         F.col("event_type").isin(*BECOME)
         | ((F.col("event_type") == "request_leader_and_isr") & is_no_error(F.col("error")))
