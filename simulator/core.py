@@ -123,9 +123,9 @@ def _run_kafka(cfg: SimConfig, sink: FileSink, truth: Truth, rng: random.Random)
     interval = cfg.checkpoint_interval_s * 1000
     for b in sim.brokers:
         for k, tt in enumerate(range(t0 + interval, end, interval)):
-            sim.at(tt + 37 * b + k % 3, lambda t, b=b: sim.checkpoint_copy(t, b))
+            sim.at(tt + 37 * b + k % 3, lambda t, b=b: sim.checkpoint_copy(t, b), control=False)
         for tt in range(t0 + 45_000 + 1000 * b, end, 300_000):
-            sim.at(tt, lambda t, b=b: sim.noise(t, b))
+            sim.at(tt, lambda t, b=b: sim.noise(t, b), control=False)
     rate_ms = cfg.produce_rate / 1000.0
     next_produce = t0 + 5000
     prog = _progress(cfg.progress, int((end - t0) / 1000))

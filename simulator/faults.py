@@ -471,6 +471,7 @@ def high_watermark_regression(sim: KafkaSim, t0: int) -> None:
         rep.led_epochs.add(s.le)
         rep.le = s.le
         rep.last_leader_hw = low
+        rep.leader_since = t + 20
         sim.truth.add("high_watermark_regression", p.topic, p.index, b, s.le,
                       f"broker {b}'s Leader line for {p.tp} at epoch {s.le} reports high watermark {low} after {prev}")
         if sim.kraft and applied is not None:

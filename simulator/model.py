@@ -110,6 +110,7 @@ class Replica:
     last_fetch_epoch: int = -1  # broker epoch carried by its last caught-up fetch
     led_epochs: set[int] = field(default_factory=set)  # epochs this broker logged a Leader line for
     stopped: bool = False  # fetcher removed by an accepted StopReplica (delete=false)
+    leader_since: int = -(1 << 62)  # true time of its last Leader line (it answers PRODUCE only after)
 
     def assign_epoch(self, epoch: int, start: int) -> None:
         """Leader-epoch cache: add ``epoch`` from ``start`` if newer than the last entry."""
