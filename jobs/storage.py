@@ -129,6 +129,16 @@ def _dedupe_by_keys(df: DataFrame, keys: list[str]) -> DataFrame:
     return df.dropDuplicates(keys)
 
 
+def _replaced_trivially(storage: LakeStorage, table: str, df: DataFrame, values: list[str]) -> bool:
+    """The replace_where cases both engines share: nothing to replace, or no table yet (append)."""
+    if not values:
+        return True
+    if not storage.exists(table):
+        storage.append(table, df)
+        return True
+    return False
+
+
 @dataclass
 class DeltaSparkStorage:
     """Delta through the delta-spark JVM package."""
@@ -174,10 +184,7 @@ class DeltaSparkStorage:
 
     def replace_where(self, table: str, df: DataFrame, column: str, values: list[str]) -> None:
         """Replace every row whose ``column`` is in ``values`` by ``df`` (one atomic commit)."""
-        if not values:
-            return
-        if not self.exists(table):
-            self.append(table, df)
+        if _replaced_trivially(self, table, df, values):
             return
         quoted = ", ".join("'" + str(v).replace("'", "''") + "'" for v in sorted(values))
         crash_point(f"commit:{table}")
@@ -418,10 +425,7 @@ class DeltaRsStorage:
 
     def replace_where(self, table: str, df: DataFrame, column: str, values: list[str]) -> None:
         """Replace every row whose ``column`` is in ``values`` by ``df`` (one atomic commit)."""
-        if not values:
-            return
-        if not self.exists(table):
-            self.append(table, df)
+        if _replaced_trivially(self, table, df, values):
             return
         dt = self._table(table)
         files = self._files(dt)
