@@ -9,7 +9,8 @@ import json
 
 import pytest
 
-from jobs.bench import _stages, plan_parameters
+from jobs import bench as bench_module
+from jobs.bench import _stages, corpus_for, plan_parameters
 from jobs.cli import main
 
 STAGES = ("ingest", "timelines", "checks")
@@ -24,10 +25,35 @@ def bench(tmp_path_factory):
 def test_plan_parameters_hits_the_target():
     cal = {"base_lines_per_hour": 10_000.0, "lines_per_hour_per_rate": 17_000.0}
     p = plan_parameters(1_000_000, cal)
-    assert 0.1 <= p["hours"] <= 24
+    assert 0.1 <= p["hours"] <= 72
     assert abs(p["predicted_lines"] - 1_000_000) / 1_000_000 < 0.01
     tiny = plan_parameters(3_000, cal)
     assert tiny["hours"] == 0.1 and tiny["produce_rate"] > 0
+
+
+def test_corpus_off_by_more_than_10_percent_is_generated_again(tmp_path, monkeypatch):
+    """Lines per hour fall over a long simulated run: one re-generation with the hours scaled."""
+    calls = []
+
+    def fake_simulate(out, seed, mode, hours, rate, cluster):
+        calls.append(hours)
+        out.mkdir(parents=True)
+        lines = int(hours * (300_000 if hours > 1 else 400_000))  # long runs: fewer lines per hour
+        manifest = {"file_line_counts": {"a.log": lines},
+                    "parameters": {"mode": mode, "brokers": cluster[0], "partitions": cluster[1], "hours": hours,
+                                   "produce_rate": rate, "kafka_version": "3.6"}}
+        (out / "manifest.json").write_text(json.dumps(manifest))
+        return manifest
+
+    monkeypatch.setattr(bench_module, "_simulate", fake_simulate)
+    (tmp_path / "calibration-kafka-kraft-s1-b5p40.json").write_text(
+        json.dumps({"base_lines_per_hour": 0.0, "lines_per_hour_per_rate": 20_000.0}))
+    path, manifest, info = corpus_for(tmp_path, "kafka-kraft", 1, 3_000_000)
+    assert calls == [7.5, 10.0]  # 7.5 h planned from the pilots, 2.25 M made, 10 h made 3 M
+    assert info["actual_lines"] == 3_000_000 and not info["reused"]
+    plan = json.loads((path / "bench-plan.json").read_text())
+    assert plan["first_attempt"] == {"hours": 7.5, "lines": 2_250_000}
+    assert corpus_for(tmp_path, "kafka-kraft", 1, 3_000_000)[2]["reused"] and len(calls) == 2
 
 
 def test_stages_include_their_prerequisites():
