@@ -23,8 +23,9 @@ import hashlib
 import logging
 import os
 import re
+import time
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import pyarrow as pa
@@ -452,6 +453,20 @@ def read_lines(spark: SparkSession, tasks: list[ReadTask], config: AppConfig) ->
 LOG_KINDS = ("state-change", "controller", "server", "request", "redpanda", "log")
 
 
+class StepTimer:
+    """Wall seconds per ingest step (logged as it goes: a long run shows where it is)."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+        self._last = time.perf_counter()
+
+    def lap(self, step: str) -> None:
+        now = time.perf_counter()
+        self.seconds[step] = round(now - self._last, 3)
+        self._last = now
+        log.info("ingest: %s done in %.1f s", step, self.seconds[step])
+
+
 @dataclass
 class IngestResult:
     files_seen: int
@@ -461,6 +476,7 @@ class IngestResult:
     parsed: int
     irrelevant: int
     malformed: int
+    step_seconds: dict[str, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -478,7 +494,9 @@ def _consumed(storage: LakeStorage) -> dict[str, dict]:
 BROADCAST_CONTINUATION_LINES = 200_000
 
 
-def stage_parsed(spark: SparkSession, lines: DataFrame, source_time_zone: str, staging: str) -> DataFrame:
+def stage_parsed(
+    spark: SparkSession, lines: DataFrame, source_time_zone: str, staging: str, timer: StepTimer | None = None
+) -> DataFrame:
     """Frame log lines into records and run every parser, staging each step as Parquet; return
     the union of the parsers' outputs. ``lines`` are staged marked lines (``mark_lines``).
 
@@ -488,19 +506,23 @@ def stage_parsed(spark: SparkSession, lines: DataFrame, source_time_zone: str, s
     """
     is_log = F.col("log_kind").isin(*LOG_KINDS)
     log_lines = unmark(lines.where(is_log & ~_unparseable()))
+    timer = timer or StepTimer()
     record_framing(log_lines).write.mode("overwrite").parquet(f"{staging}/framing")
     framing = spark.read.parquet(f"{staging}/framing")
     continuation_lines = framing.where(F.col("line_format").isNull() & F.col("record_line").isNotNull()).count()
+    timer.lap("framing")
     records, _ = group_records(
         log_lines, source_time_zone, framing=framing,
         broadcast_continuations=continuation_lines <= BROADCAST_CONTINUATION_LINES,
     )
     records.write.mode("overwrite").parquet(f"{staging}/records")
     records = spark.read.parquet(f"{staging}/records")
+    timer.lap("records")
     file_lines = lines.where(~is_log & ~_unparseable())
     outputs = record_parser_outputs(records) + file_parser_outputs(file_lines, source_time_zone)
     for name, parsed in outputs:
         parsed.write.mode("overwrite").parquet(f"{staging}/parsed/{name}")
+        timer.lap(f"parser:{name}")
     return spark.read.schema(EVENT_SCHEMA).parquet(*[f"{staging}/parsed/{name}" for name, _ in outputs])
 
 
@@ -549,6 +571,7 @@ def ingest(
     ``window`` (``--since`` / ``--date``) bounds the files looked at by modification time (when the
     collector delivered them), never the events: files outside it are not even hashed.
     """
+    timer = StepTimer()
     # Scratch space of runs that were killed: never read again (each run stages under its own id).
     _remove_staging(f"{storage.lake.rstrip('/')}/_staging")
     paths = discover(inputs)
@@ -562,8 +585,9 @@ def ingest(
     for _, reason in plan.skipped:
         skipped_counts[reason] = skipped_counts.get(reason, 0) + 1
     log.info("ingest: %d files, %d to read, skipped %s", len(files), len(plan.tasks), skipped_counts)
+    timer.lap("plan")
     if not plan.tasks:
-        return IngestResult(len(files), 0, skipped_counts, 0, 0, 0, 0)
+        return IngestResult(len(files), 0, skipped_counts, 0, 0, 0, 0, timer.seconds)
 
     # Stage each step's output once as Parquet: the parser plan is planned and run exactly once,
     # and nothing depends on cache() (unavailable on serverless).
@@ -572,16 +596,20 @@ def ingest(
     marked = mark_lines(read_lines(spark, plan.tasks, config), is_log & ~_unparseable())
     marked.write.mode("overwrite").parquet(f"{staging}/lines")
     lines = spark.read.parquet(f"{staging}/lines")
-    parsed = stage_parsed(spark, lines, config.ingest.source_time_zone, staging)
+    timer.lap("read_and_mark_lines")
+    parsed = stage_parsed(spark, lines, config.ingest.source_time_zone, staging, timer)
     framing = spark.read.parquet(f"{staging}/framing")
     line_statuses(lines, parsed, framing).write.mode("overwrite").parquet(f"{staging}/status")
     status = spark.read.parquet(f"{staging}/status")
+    timer.lap("line_statuses")
 
     storage.upsert(EVENTS_TABLE, parsed.where(F.col("event_type") != MALFORMED), ["event_id"])
+    timer.lap("bronze_events")
     quarantine = quarantine_lines(status, lines)
     storage.upsert(
         QUARANTINE_TABLE, quarantine.withColumn("run_id", F.lit(run_id)), ["file_id", "line_number"]
     )
+    timer.lap("quarantine")
     per_file = file_accounting(status).collect()  # one row per file read: small
     counts = {r["file_id"]: r.asDict() for r in per_file}
 
@@ -614,6 +642,7 @@ def ingest(
     # Written last: it is what the next run trusts as "already consumed".
     storage.upsert(FILES_TABLE, spark.createDataFrame(file_rows, FILES_SCHEMA), ["file_id"])
     _remove_staging(staging)
+    timer.lap("accounting")
 
     totals = {
         k: sum(row[k] for row in accounting_rows_dicts(accounting_rows))
@@ -627,6 +656,7 @@ def ingest(
         parsed=totals["parsed"],
         irrelevant=totals["irrelevant"],
         malformed=totals["malformed"],
+        step_seconds=timer.seconds,
     )
 
 
