@@ -23,6 +23,10 @@ LOCAL_DEFAULTS: dict[str, str] = {
     "spark.sql.execution.arrow.pyspark.enabled": "true",
     "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
     "spark.sql.sources.partitionOverwriteMode": "dynamic",
+    # Parquet row groups of 32 MB (default 128 MB compressed ≈ 480 MB of bronze rows with their raw
+    # text): a task holds a whole row group while it reads a file and another while it writes
+    # one, so two tasks at 128 MB plus the write's sort exhausted a 1 GB heap at 10^7 lines.
+    "spark.hadoop.parquet.block.size": str(32 * 1024 * 1024),
 }
 
 LOG4J2_CONF = Path(__file__).resolve().parent.parent / "conf" / "log4j2.properties"
