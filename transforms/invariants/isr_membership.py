@@ -148,6 +148,55 @@ def isr_joins(tl: DataFrame, br: DataFrame) -> DataFrame:
     ).drop("b_cluster", "replica_b", "b_from", "b_to", "_prev_isr")
 
 
+def last_caught_up_fetches(cand: DataFrame, fetch: DataFrame, skew_s: float) -> DataFrame:
+    """Per ISR join (``_join_id``, replica): the replica's last caught-up fetch to the leader for
+    the partition at or before the commit (``_F``: struct of time, event id, replica epoch) and
+    whether a caught-up fetch of the new incarnation came before the commit (``_has_new``).
+
+    An as-of, not a join: joins and fetches are sorted together per (cluster, leader, replica,
+    partition, topic) and running maxima carry the fetches forward. (A range join pairs every join
+    with every earlier fetch: at 10^7 events that is tens of millions of rows and exhausted a 1 GB
+    heap.) The topic matches by id or by name: each is a pass of its own, their results combined.
+    Joins with no fetch before the commit get no row.
+    """
+    skew = F.expr(f"make_interval(0,0,0,0,0,0,{skew_s})")
+    key = ["_cluster", "_leader", "_replica", "_partition", "_topic"]
+    passes = []
+    for c_topic, f_topic in (("topic_id", "f_topic_id"), ("topic", "f_topic")):
+        joins = cand.where(F.col(c_topic).isNotNull()).select(
+            "_join_id", "replica", F.col("cluster_id").alias("_cluster"), F.col("leader").alias("_leader"),
+            F.col("replica").alias("_replica"), F.col("partition").alias("_partition"),
+            F.col(c_topic).alias("_topic"), F.col("event_time").alias("_time"), F.lit(1).alias("_kind"),
+            F.col("registered_be").alias("_be"), F.col("registered_at_time").alias("_treg"),
+        )
+        fetches = fetch.where(F.col(f_topic).isNotNull() & F.col("f_time").isNotNull()).select(
+            F.col("f_cluster").alias("_cluster"), F.col("f_leader").alias("_leader"),
+            F.col("f_replica").alias("_replica"), F.col("f_partition").alias("_partition"),
+            F.col(f_topic).alias("_topic"), F.col("f_time").alias("_time"), F.lit(0).alias("_kind"),
+            F.col("f_be").alias("_be"), F.struct("f_time", "f_event_id", "f_be").alias("_fetch"),
+        )
+        rows = joins.unionByName(fetches, allowMissingColumns=True)
+        # A fetch logged at the commit's own time counts (f_time <= commit time): fetches sort first.
+        upto = Window.orderBy("_time", "_kind").rowsBetween(Window.unboundedPreceding, Window.currentRow)
+        by_key, by_be = upto.partitionBy(*key), upto.partitionBy(*key, "_be")
+        is_fetch = F.col("_kind") == 0
+        rows = (
+            rows.withColumn("_F", F.max("_fetch").over(by_key))
+            .withColumn("_last_null_be", F.max(F.when(is_fetch & F.col("_be").isNull(), F.col("_time"))).over(by_key))
+            .withColumn("_same_be", F.max(F.when(is_fetch & F.col("_be").isNotNull(), 1)).over(by_be))
+        )
+        has_new = (F.coalesce(F.col("_same_be"), F.lit(0)) == 1) | F.coalesce(
+            F.col("_last_null_be") > F.col("_treg") + skew, F.lit(False)
+        )
+        passes.append(
+            rows.where((F.col("_kind") == 1) & F.col("_F").isNotNull())
+            .select("_join_id", "replica", "_F", has_new.cast("int").alias("_has_new"))
+        )
+    return passes[0].unionByName(passes[1]).groupBy("_join_id", "replica").agg(
+        F.max("_F").alias("_F"), F.max("_has_new").alias("_has_new")
+    )
+
+
 def stale_broker_epoch_isr_join(ctx: CheckContext) -> DataFrame:
     """KIP-903 (KAFKA-14139): a replica joined the ISR on evidence from a previous incarnation.
 
@@ -231,23 +280,7 @@ def stale_broker_epoch_isr_join(ctx: CheckContext) -> DataFrame:
         F.col("event_id").alias("f_event_id"),
     )
     cand = joins.where(F.col("registered_at_time").isNotNull() & F.col("event_time").isNotNull())
-    jf = cand.join(
-        fetch,
-        (F.col("cluster_id") == F.col("f_cluster"))
-        & (F.col("leader") == F.col("f_leader"))
-        & (F.col("replica") == F.col("f_replica"))
-        & (F.col("partition") == F.col("f_partition"))
-        & ((F.col("topic_id") == F.col("f_topic_id")) | (F.col("topic") == F.col("f_topic")))
-        & (F.col("f_time") <= F.col("event_time")),
-    )
-    treg = F.col("registered_at_time")
-    new_inc = (F.col("f_be") == F.col("registered_be")) | (
-        F.col("f_be").isNull() & (F.col("f_time") > treg + F.expr(f"make_interval(0,0,0,0,0,0,{skew_s})"))
-    )
-    agg = jf.groupBy("_join_id", "replica").agg(
-        F.max(F.struct("f_time", "f_event_id", "f_be")).alias("_F"),
-        F.max(F.coalesce(new_inc, F.lit(False)).cast("int")).alias("_has_new"),
-    )
+    agg = last_caught_up_fetches(cand, fetch, skew_s)
     leader_logs = (
         ctx.events.where(F.col("log_kind") == "request")
         .groupBy(F.col("cluster_id").alias("l_cluster"), F.col("broker_id").alias("l_broker"))
@@ -264,6 +297,7 @@ def stale_broker_epoch_isr_join(ctx: CheckContext) -> DataFrame:
     )
     ftime, fbe = F.col("_F.f_time"), F.col("_F.f_be")
     skew = F.expr(f"make_interval(0,0,0,0,0,0,{skew_s})")
+    treg = F.col("registered_at_time")
     confirmed = (fbe.isNotNull() & (fbe != F.col("registered_be"))) | (fbe.isNull() & (ftime < treg - skew))
     r2 = r2.select(
         "*",
