@@ -163,9 +163,14 @@ def committed_metadata_records(events: DataFrame, types: tuple[str, ...]) -> Dat
         .orderBy("metadata_offset")
         .rowsBetween(Window.unboundedPreceding, Window.currentRow)
     )
-    w_after = Window.partitionBy("cluster_id").orderBy("metadata_offset").rowsBetween(1, Window.unboundedFollowing)
+    # The next marker, read backwards: Spark recomputes an unbounded-following frame per row.
+    w_after = (
+        Window.partitionBy("cluster_id")
+        .orderBy(F.col("metadata_offset").desc())
+        .rowsBetween(Window.unboundedPreceding, -1)
+    )
     rec = rec.withColumn("_prev_m", F.last(marker, ignorenulls=True).over(w_before)).withColumn(
-        "_next_m", F.first(marker, ignorenulls=True).over(w_after)
+        "_next_m", F.last(marker, ignorenulls=True).over(w_after)
     )
     in_txn = F.coalesce(F.col("_prev_m.t") == "md_begin_transaction", F.lit(False))
     committed_txn = F.coalesce(F.col("_next_m.t") == "md_end_transaction", F.lit(False))

@@ -61,19 +61,21 @@ def acceptances(events: DataFrame, kind: str) -> DataFrame:
     ev = with_own_order(events, (*PARTITION_EVENTS, whole, *per_p, req_t)).withColumn("_pos", _pos())
 
     part = ev.where(F.col("event_type").isin(*PARTITION_EVENTS))
+    # Rows after each one, read backwards: an unbounded-following frame is recomputed per row
+    # by Spark (quadratic); a running frame over the reversed order is linear.
     w = (
         Window.partitionBy("cluster_id", "broker_id", "topic", "partition")
-        .orderBy("_pos")
-        .rowsBetween(1, Window.unboundedFollowing)
+        .orderBy(F.col("_pos").desc())
+        .rowsBetween(Window.unboundedPreceding, -1)
     )
     is_req = F.col("event_type").isin("stop_replica_received", "leader_and_isr_received", *BECOME)
     if kind == "lair":
         # the start line is the effect itself; the bound is the next request
         is_req = F.col("event_type").isin("stop_replica_received", "leader_and_isr_received")
-    nxt_effect = F.first(
+    nxt_effect = F.last(
         F.when(F.col("event_type").isin(*follow), F.struct("_pos", "leader_epoch", "event_id")), ignorenulls=True
     ).over(w)
-    nxt_req = F.first(F.when(is_req, F.col("_pos")), ignorenulls=True).over(w)
+    nxt_req = F.last(F.when(is_req, F.col("_pos")), ignorenulls=True).over(w)
     chain = part.withColumn("_eff", nxt_effect).withColumn("_nreq", nxt_req).where(F.col("event_type") == trace_t)
     ok = F.col("_eff").isNotNull() & (F.col("_nreq").isNull() | (F.col("_eff._pos") < F.col("_nreq")))
     if kind == "lair":
