@@ -47,7 +47,7 @@ from transforms.parse import MALFORMED
 from transforms.parse.dispatch import file_parser_outputs, record_parser_outputs
 from transforms.parse.file_kinds import base_file_name, copy_time, detect_file_kind
 from transforms.records import group_records, mark_lines, record_framing, unmark
-from transforms.schema import EVENT_SCHEMA
+from transforms.schema import EVENT_DATE_COLUMN, EVENT_SCHEMA, event_date
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +55,18 @@ EVENTS_TABLE = "bronze/events"
 QUARANTINE_TABLE = "quarantine/lines"
 FILES_TABLE = "bronze/ingest_files"
 ACCOUNTING_TABLE = "bronze/ingest_accounting"
+
+def bronze_layout(storage: LakeStorage, events: DataFrame) -> DataFrame:
+    """Events as bronze stores them: plus ``event_date``, the day partition (see jobs.storage).
+
+    A lake whose bronze was created before the day partition keeps its layout (no column added):
+    Delta cannot add a partition column to an existing table.
+    """
+    if storage.exists(EVENTS_TABLE) and EVENT_DATE_COLUMN not in storage.read(EVENTS_TABLE).columns:
+        log.warning("bronze/events predates the %s partition: kept as it is", EVENT_DATE_COLUMN)
+        return events
+    return events.withColumn(EVENT_DATE_COLUMN, event_date(F.col("event_time")))
+
 
 LIVE_ORDER = 99_999_999_999_999  # a live file sorts after every rotated copy of its stream
 HEAD_BYTES = 4096
@@ -603,7 +615,7 @@ def ingest(
     status = spark.read.parquet(f"{staging}/status")
     timer.lap("line_statuses")
 
-    storage.upsert(EVENTS_TABLE, parsed.where(F.col("event_type") != MALFORMED), ["event_id"])
+    storage.upsert(EVENTS_TABLE, bronze_layout(storage, parsed.where(F.col("event_type") != MALFORMED)), ["event_id"])
     timer.lap("bronze_events")
     quarantine = quarantine_lines(status, lines)
     storage.upsert(

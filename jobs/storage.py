@@ -39,18 +39,26 @@ class StorageError(RuntimeError):
     """A storage problem worth one clear line to the user."""
 
 
-# Tables partitioned by cluster (when they have a ``cluster_id`` column): a nightly run rebuilds
-# silver and gold only for the clusters that received new logs, and reads only their files.
+# Partition layout of new tables (an existing table keeps its own). Every table with a
+# ``cluster_id`` column under these prefixes is partitioned by cluster: a nightly run rebuilds silver
+# and gold only for the clusters that received new logs, and reads only their files. Bronze events
+# are also partitioned by ``event_date`` (UTC day of the event time; null when a line has no time):
+# dashboards, ad-hoc queries and retention read or drop one cluster-day without touching the rest.
 PARTITION_COLUMN = "cluster_id"
 PARTITIONED_TABLES = ("bronze/events", "silver/", "gold/violations")
+DATE_PARTITION_COLUMN = "event_date"
+DATE_PARTITIONED_TABLES = ("bronze/events",)
 
 
 def partition_columns_for(table: str, columns: list[str]) -> list[str]:
     """The partition columns a new table is created with (an existing table keeps its own)."""
     if PARTITION_COLUMN not in columns:
         return []
-    hit = any(table == t or (t.endswith("/") and table.startswith(t)) for t in PARTITIONED_TABLES)
-    return [PARTITION_COLUMN] if hit else []
+    if not any(table == t or (t.endswith("/") and table.startswith(t)) for t in PARTITIONED_TABLES):
+        return []
+    if table in DATE_PARTITIONED_TABLES and DATE_PARTITION_COLUMN in columns:
+        return [PARTITION_COLUMN, DATE_PARTITION_COLUMN]
+    return [PARTITION_COLUMN]
 
 
 CRASH_ENV = "EPOCH_AUDIT_CRASH_AT"
@@ -280,7 +288,8 @@ class DeltaRsStorage:
         actions = pa.table(dt.get_add_actions(flatten=True))
         paths = [str(p) for p in actions.column("path").to_pylist()]
         values = [
-            {c: actions.column(f"partition.{c}")[i].as_py() for c in part_cols} for i in range(len(paths))
+            {c: _partition_string(actions.column(f"partition.{c}")[i].as_py()) for c in part_cols}
+            for i in range(len(paths))
         ] if part_cols else [{} for _ in paths]
         return list(zip(dt.file_uris(), paths, values, strict=True))
 
@@ -444,6 +453,13 @@ class DeltaRsStorage:
 
     def history(self, table: str) -> list[dict]:
         return self._table(table).history()
+
+
+def _partition_string(value: object) -> str | None:
+    """A partition value as the Delta log serialises it (dates ISO, null stays null)."""
+    if value is None:
+        return None
+    return value.isoformat() if hasattr(value, "isoformat") else str(value)
 
 
 def _raw_uris(files_df: DataFrame) -> list[str]:

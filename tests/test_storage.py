@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from datetime import date as dt_date
+
+import pyarrow as pa
 import pytest
 from deltalake import DeltaTable
+from pyspark.sql import functions as F
 
-from jobs.storage import DeltaRsStorage, StorageError, open_storage, select_engine
+from jobs.storage import DeltaRsStorage, StorageError, open_storage, partition_columns_for, select_engine
+from transforms.schema import EVENT_DATE_COLUMN, event_date
 
 
 @pytest.fixture
@@ -107,6 +112,34 @@ def test_partitioned_tables_read_upsert_and_replace_by_cluster(spark, store):
     store.replace_where("silver/p", spark.createDataFrame([], "id int, cluster_id string, v string"),
                         "cluster_id", ["c2"])
     assert _rows(store.read("silver/p"), "id") == [(9,)]
+
+
+def test_bronze_events_are_partitioned_by_cluster_and_utc_day(spark, store):
+    """bronze/events: (cluster_id, event_date) partitions, a null day for events without a time."""
+    spark.conf.set("spark.sql.session.timeZone", "America/Los_Angeles")  # the day must not follow it
+    try:
+        events = spark.createDataFrame(
+            # 2024-03-04 23:59:59 UTC and one second later (Los Angeles: both on 2024-03-04)
+            [("e1", "c1", 1709596799), ("e2", "c1", 1709596800), ("e3", "c2", None)],
+            "event_id string, cluster_id string, t long",
+        ).select("event_id", "cluster_id", F.timestamp_seconds("t").alias("event_time"))
+        store.append("bronze/events", events.withColumn(EVENT_DATE_COLUMN, event_date(F.col("event_time"))))
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", "UTC")
+    dt = DeltaTable(store.path("bronze/events"))
+    assert dt.metadata().partition_columns == ["cluster_id", "event_date"]
+    adds = pa.table(dt.get_add_actions(flatten=True)).to_pylist()
+    assert sorted((a["partition.cluster_id"], str(a["partition.event_date"])) for a in adds) == [
+        ("c1", "2024-03-04"), ("c1", "2024-03-05"), ("c2", "None")]
+    assert _rows(store.read("bronze/events"), "event_id", "event_date") == [
+        ("e1", dt_date(2024, 3, 4)), ("e2", dt_date(2024, 3, 5)), ("e3", None)]
+    assert _rows(store.read_where("bronze/events", "cluster_id", ["c1"]), "event_id") == [("e1",), ("e2",)]
+    # an upsert rewrites only the files of the keys it touches, across day partitions
+    again = store.read("bronze/events").where("event_id = 'e2'")
+    store.upsert("bronze/events", again, ["event_id"])
+    assert _rows(store.read("bronze/events"), "event_id") == [("e1",), ("e2",), ("e3",)]
+    assert partition_columns_for("bronze/events", ["cluster_id", "event_id"]) == ["cluster_id"]
+    assert partition_columns_for("silver/x", ["cluster_id", "event_date"]) == ["cluster_id"]
 
 
 def test_replace_where_on_an_unpartitioned_table(spark, store):

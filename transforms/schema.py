@@ -71,6 +71,8 @@ Typed epochs / ids / offsets
 
 from __future__ import annotations
 
+from pyspark.sql import Column
+from pyspark.sql import functions as F
 from pyspark.sql.types import (
     ArrayType,
     BooleanType,
@@ -151,6 +153,19 @@ TYPED_FIELDS: list[StructField] = [
 
 EVENT_SCHEMA = StructType(KEY_FIELDS + TYPED_FIELDS)
 EVENT_COLUMNS: list[str] = [f.name for f in EVENT_SCHEMA.fields]
+
+# Storage layout column of bronze/events (not a parser output): the UTC day of the event time.
+EVENT_DATE_COLUMN = "event_date"
+_MICROS_PER_DAY = 86_400_000_000
+
+
+def event_date(event_time: Column) -> Column:
+    """UTC calendar day of ``event_time`` (null without a time), whatever the session time zone.
+
+    Plain arithmetic on epoch microseconds: ``to_date`` would use the session time zone, and a
+    cluster session need not run in UTC.
+    """
+    return F.date_from_unix_date(F.floor(F.unix_micros(event_time) / _MICROS_PER_DAY).cast("int"))
 
 # Every event_type a parser may emit, grouped by source. Adding one: add it here and a row in
 # docs/formats.md. Names are stable (checks filter on them).
