@@ -73,8 +73,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--driver-memory", default=None, help="spark.driver.memory (default: the profile's)")
     p.add_argument("--conf", default=None, help="YAML config file (default: conf/local.yaml)")
     p.add_argument("--profile", default="local", help="profile in conf/ when --conf is not given")
-    p.add_argument("--profile-ingest", action="store_true",
-                   help="after the timed run, re-run ingest's steps one by one to show where its time goes")
     p.add_argument("--debug", action="store_true", help="show tracebacks and Spark logs")
 
 
@@ -345,41 +343,6 @@ def time_core_checks(spark: Any, storage: Any, config: Any) -> dict[str, float]:
     return seconds
 
 
-def profile_ingest(spark: Any, corpus: Path, config: Any, scratch: Path) -> dict[str, float]:
-    """Re-run ingest's executor steps one by one (lines, framing, each parser), seconds per step.
-
-    Same functions as ``jobs.ingest.ingest``; the driver-side file naming is timed as ``plan``.
-    """
-    from pyspark.sql import functions as F
-
-    from jobs.ingest import LOG_KINDS, _unparseable, describe, discover, plan_reads, read_lines
-    from transforms.parse.dispatch import file_parser_outputs, record_parser_outputs
-    from transforms.records import frame_log_lines
-
-    tz = config.ingest.source_time_zone
-    seconds: dict[str, float] = {}
-    started = time.perf_counter()
-    files = [describe(p, config) for p in discover([str(corpus)])]
-    plan = plan_reads(files, {})
-    seconds["plan (driver: hash + name files)"] = time.perf_counter() - started
-    started = time.perf_counter()
-    read_lines(spark, plan.tasks, config).write.mode("overwrite").parquet(str(scratch / "lines"))
-    seconds["read_lines"] = time.perf_counter() - started
-    lines = spark.read.parquet(str(scratch / "lines"))
-    is_log = F.col("log_kind").isin(*LOG_KINDS)
-    started = time.perf_counter()
-    records, _ = frame_log_lines(lines.where(is_log & ~_unparseable()), tz)
-    records.write.mode("overwrite").parquet(str(scratch / "records"))
-    seconds["framing"] = time.perf_counter() - started
-    records = spark.read.parquet(str(scratch / "records"))
-    outputs = record_parser_outputs(records) + file_parser_outputs(lines.where(~is_log & ~_unparseable()), tz)
-    for name, parsed in outputs:
-        started = time.perf_counter()
-        parsed.write.format("noop").mode("overwrite").save()
-        seconds[f"parser:{name}"] = time.perf_counter() - started
-    return {k: round(v, 3) for k, v in seconds.items()}
-
-
 def export_for_duckdb(storage: Any, export_dir: Path) -> float:
     """Our bronze events and the silver tables the DuckDB checks read, as plain Parquet."""
     started = time.perf_counter()
@@ -579,7 +542,6 @@ def run(args: argparse.Namespace) -> int:
         ours = run_ours(spark, storage, corpus, config, stages, sampler)
         sampler.stage = "core_checks"
         core = time_core_checks(spark, storage, config) if "checks" in stages else {}
-        profile = profile_ingest(spark, corpus, config, work / "profile") if args.profile_ingest else None
         sampler.stage = "baseline"
         duck: dict[str, Any] = {}
         agree: bool | None = None
@@ -642,8 +604,6 @@ def run(args: argparse.Namespace) -> int:
                 s["duckdb_steps"] = p["seconds_by_family"]
                 s["parse_counts"] = {t: {"ours": counts.get(t, 0), "duckdb": p["rows"].get(t, 0)} for t in PARSED_TYPES}
                 s["parse_counts_agree"] = all(v["ours"] == v["duckdb"] for v in s["parse_counts"].values())
-            if profile is not None:
-                s["profile"] = profile
         elif stage == "timelines":
             s["rows_per_second"] = round(bronze_total / s["seconds"]) if bronze_total and s["seconds"] else None
             s["tables"] = ours[stage]["detail"].get("tables")
