@@ -76,6 +76,7 @@ SV35 = "server-3.5-3.9.log"
 KR34 = "kraft-3.4-controller.log"
 KR39 = "kraft-3.9-controller.log"
 STRIMZI = "strimzi-3.6.log"
+WRAPPED = "wrapped-3.6.log"
 
 
 # ---------------------------------------------------------------- template table sanity (no Spark)
@@ -101,6 +102,16 @@ def test_stop_replica_request_and_received_request_vs_state_epochs(events):
     none_of(r, "state_controller_epoch", "current_leader_epoch")
     # sentinel -2 and a topic name containing '-'
     check(one(events, SC26, 5), topic="my-app-events", partition=0, leader_epoch=-2, delete_partition=True)
+
+
+def test_stop_replica_delete_failure_with_multi_line_exception_message(events):
+    # S9: <exceptionMessage> is free text and may span lines; the logger tail ends the last one.
+    r = one(events, SC33, 11)
+    check(r, event_type="stop_replica_storage_error", broker_id=2, topic="orders", partition=7, controller_id=1,
+          controller_epoch=8, correlation_id=77, delete_partition=True, level="ERROR",
+          d_exception="java.nio.file.FileSystemException",
+          d_exception_message="/var/lib/kafka/data/orders-7: Read-only file system\n    while renaming the log directory")
+    assert (SC33, 12) not in events  # the continuation line belongs to line 11
 
 
 def test_stop_replica_refusals(events):
@@ -270,6 +281,12 @@ def test_isr_updated_all_variants(events):
     check(one(events, SV35, 3), d_under_min_isr="true", partition=4)
 
 
+def test_isr_update_lost_zk_version_race_26(events):
+    # 2.6 / 2.7 direct-ZK path: the leader's conditional ISR write failed, nothing was updated (§2.1).
+    check(one(events, SV26, 18), event_type="alter_partition_failed", error="INVALID_UPDATE_VERSION",
+          partition_epoch=11, broker_id=1, topic="orders", partition=3, kafka_version_hint="2.6-2.7", isr=None)
+
+
 def test_isr_expand_every_generation(events):
     check(one(events, SV26, 3), event_type="isr_expand", kafka_version_hint="2.6-2.7", replica_id=3, isr=[1, 2, 3])
     for line, hint, pe in ((5, "2.7", 12), (7, "2.8-3.0", 13), (10, "3.1+", 14), (12, "3.1+", 15)):
@@ -414,6 +431,8 @@ def test_produce_and_fetch_rejections(events):
     check(one(events, SV35, 24), error="UNKNOWN_LEADER_EPOCH", current_leader_epoch=8)
     check(one(events, SV35, 25), error="NOT_LEADER_OR_FOLLOWER", partition=6)
     assert (SV35, 26) not in events
+    check(one(events, SV35, 27), event_type="produce_error", error="UNKNOWN_TOPIC_OR_PARTITION", d_side="client",
+          topic="orders", partition=9, broker_id=HOST)
 
 
 def test_strimzi_pattern_parses_like_default(events):
@@ -424,3 +443,25 @@ def test_strimzi_pattern_parses_like_default(events):
                 "kafka_version_hint", "details"):
         assert strimzi[col] == default[col], col
     check(one(events, STRIMZI, 5), d_under_min_isr="false", partition_epoch=13)
+
+
+def test_wrapped_kafka_lines_parse_like_bare_ones(events):
+    """§8 wrappers: docker-compose (v1/v2 names), journald, log-platform CSV, Kubernetes CRI, a second
+    program's prefix, the Strimzi log4j1 pattern and its log4j2 alternative (``%c{1}:%L - ``)."""
+    follower = dict(event_type="become_follower", broker_id=2, topic="orders", partition=1, leader=1, leader_epoch=9,
+                    offset=4410, partition_epoch=31, high_watermark=4402, kafka_version_hint="3.6+")
+    check(one(events, WRAPPED, 1), **follower, level="INFO", logger="state.change.logger")
+    check(one(events, WRAPPED, 3), **follower, level="INFO", logger="state.change.logger")
+    assert one(events, WRAPPED, 1)["raw"].startswith("[2024-06-03 08:15:02,411] INFO [Broker id=2] Follower")
+    check(one(events, WRAPPED, 2), event_type="fetcher_removed", broker_id=2, topic="orders", partition=1)
+    check(one(events, WRAPPED, 4), event_type="leader_and_isr_request", broker_id=1, controller_id=3, correlation_id=12)
+    check(one(events, WRAPPED, 5), event_type="stop_replica_fenced", broker_id=2, leader_epoch=4, current_leader_epoch=5,
+          controller_epoch=7, correlation_id=57, level="WARN")
+    check(one(events, WRAPPED, 6), event_type="stop_replica_received", topic="payments", partition=0, leader_epoch=-2,
+          delete_partition=True, controller_epoch=7)
+    check(one(events, WRAPPED, 7), event_type="isr_updated", broker_id=2, isr=[1, 2], partition_epoch=12,
+          d_under_min_isr="false")
+    check(one(events, WRAPPED, 8), event_type="become_leader", broker_id=2, leader=2, leader_epoch=7, offset=18830,
+          high_watermark=18822, prev_leader_epoch=6, topic_id="m8C_0vTdQnKnfRBdE_b5Kg", logger="logger")
+    check(one(events, WRAPPED, 9), event_type="fetch_epoch_error", broker_id=3, leader=1, current_leader_epoch=6,
+          error="FENCED_LEADER_EPOCH")

@@ -577,7 +577,7 @@ TEMPLATES: list[Tpl] = [
         contains=(" offline log directory",),
         const={"error": "KAFKA_STORAGE_ERROR", "d_reason": "offline log directory"}),
     Tpl("S9", "stop_replica_storage_error", SC, "Ignoring StopReplica request (delete=",
-        _IGN_SR + r" due to an unexpected (?P<d_exception>\S+) exception: (?P<d_exception_message>.*)",
+        _IGN_SR + r" due to an unexpected (?P<d_exception>\S+) exception: (?P<d_exception_message>[\s\S]*)",
         contains=(" due to an unexpected ",), version="2.7+", const={"d_reason": "delete failed"}),
     Tpl("S*", MALFORMED, SC, "Ignoring StopReplica request"),
     # ---------------- §1.2 LeaderAndIsr, broker side ----------------
@@ -786,8 +786,8 @@ TEMPLATES: list[Tpl] = [
         r"and ISR is greater than 1: " + LAI, version="@lai",
         const={"error": "INVALID_REQUEST", "d_reason": "leader recovering"}),
     Tpl("Z_BAD_ZK", "controller_alter_partition_rejected", ("zkc",), "Failed to update ISR to ",
-        r"Failed to update ISR to " + LAI + r" for partition " + TP + r", bad ZK version\.",
-        version="@lai",
+        r"Failed to update ISR to (?:" + LAI + r"|(?P<_newisr>.*?)) for partition " + TP + r", bad ZK version\.",
+        version="@lai_if_printed",
         const={"error": "INVALID_UPDATE_VERSION", "d_reason": "bad ZK version"}),
     Tpl("Z_ISR_UPDATED", "controller_isr_updated", ("zkc",), "ISR for partition ",
         r"ISR for partition " + TP + r" updated to (?:" + LAI + r"|(?P<_newisr>.*))\.",
@@ -948,6 +948,10 @@ TEMPLATES: list[Tpl] = [
     Tpl("ISR_UPDATED_26", "isr_updated", ("partition",), "ISR updated to [",
         r"ISR updated to (?P<isr>\[[\d,]*\]) and zkVersion updated to \[(?P<partition_epoch>\d+)\]",
         version="2.6-2.7"),
+    # 2.6 (and 2.7 direct-ZK path): the ISR write lost a ZK version race, nothing was updated.
+    Tpl("ISR_ZK_CONFLICT", "alter_partition_failed", ("partition",), "Cached zkVersion ",
+        r"Cached zkVersion (?P<partition_epoch>\d+) not equal to that in zookeeper, skip updating ISR",
+        version="2.6-2.7", const={"error": "INVALID_UPDATE_VERSION", "d_reason": "cached zkVersion mismatch"}),
     Tpl("ISR_UPDATED_27", "isr_updated", ("partition",), "ISR updated from AlterIsr to ",
         r"ISR updated from AlterIsr to (?P<isr>[\d,]+) and version updated to \[(?P<partition_epoch>\d+)\]",
         version="2.7"),
@@ -1039,8 +1043,13 @@ TEMPLATES: list[Tpl] = [
         r"(?:\. Error Message: (?P<d_error_message>.*))?", const={"d_side": "client"}),
     Tpl("CLIENT_INVALID_METADATA", "produce_error", ("sender",), "Received invalid metadata error in produce request on partition ",
         r"Received invalid metadata error in produce request on partition " + TP + r" due to "
-        r"(?P<d_exception>[\w.$]+): ?(?P<d_error_message>.*?) ?Going to request metadata update now",
+        r"(?P<d_exception>[\w.$]+)(?:: ?(?P<d_error_message>.*?))? ?Going to request metadata update now",
         const={"d_side": "client"}, uses=(ERROR_FROM_EXCEPTION,)),
+    Tpl("CLIENT_UNKNOWN_TP", "produce_error", ("sender",),
+        "Received unknown topic or partition error in produce request on partition ",
+        r"Received unknown topic or partition error in produce request on partition " + TP + r"\. The "
+        r"topic-partition may not exist or the user may not have Describe access to it",
+        const={"d_side": "client", "error": "UNKNOWN_TOPIC_OR_PARTITION"}),
 ]
 
 
