@@ -18,6 +18,7 @@ FIXTURES = (
     "metadata-3.7-transactions.txt",
     "metadata-2.8-3.2-legacy-records.txt",
     "metadata-skip-record-metadata.txt",
+    "metadata-3.9-snapshot-and-log.txt",
 )
 TOPIC_ID = "m8C_0vTdQnKnfRBdE_b5Kg"
 
@@ -221,6 +222,57 @@ def test_skip_record_metadata_offsets_from_batch(events):
     ]
     assert (_at(rows, 4)["leader"], _at(rows, 4)["isr"]) == (3, [2, 3])
     assert _at(rows, 7)["create_time_ms"] == 1709700000500
+
+
+def test_snapshot_sections_carry_no_log_offsets(events):
+    """§3.2: a snapshot (``<end>-<epoch>.checkpoint``) or bootstrap file numbers its batches from 0.
+
+    Those offsets are not ``__cluster_metadata`` log offsets: a snapshot's records must not claim
+    log offsets 0..N (they would collide with the log's own records there), nor a time.
+    """
+    rows = events["metadata-3.9-snapshot-and-log.txt"]
+    assert [(r["line_number"], r["event_type"], r["record_type"], r["metadata_offset"]) for r in rows] == [
+        (3, "md_batch", "SNAPSHOT_HEADER", None),
+        (5, "md_batch", None, None),
+        (6, "md_register_broker", "RegisterBrokerRecord", None),
+        (7, "md_topic", "TopicRecord", None),
+        (8, "md_partition", "PartitionRecord", None),
+        (9, "md_batch", "SNAPSHOT_FOOTER", None),
+        (13, "md_batch", None, None),
+        (14, "md_other", "FeatureLevelRecord", None),
+        (17, "md_batch", "KRAFT_VOTERS", 120),
+        (19, "md_batch", None, 121),
+        (20, "md_partition_change", "PartitionChangeRecord", 121),
+        (21, "md_broker_registration_change", "BrokerRegistrationChangeRecord", 122),
+    ]
+    for r in rows[:8]:
+        assert (r["offset"], r["last_offset"], r["event_time"], r["create_time_ms"]) == (None, None, None, None), r
+    header = _at(rows, 3)["details"]
+    assert (header["snapshot"], header["snapshot_end_offset"], header["snapshot_epoch"]) == ("snapshot", "120", "4")
+    assert (header["snapshot_offset"], header["snapshot_last_offset"]) == ("0", "0")
+    reg = _at(rows, 6)
+    # the record's fields are still read (state as of the snapshot's end offset)
+    assert (reg["broker_id"], reg["broker_epoch"], reg["fenced"], reg["in_controlled_shutdown"]) == (
+        3, 4294967412, False, False,
+    )
+    assert reg["details"]["snapshot_offset"] == "1"
+    assert reg["details"]["record_create_time_ms"] == "1709629999000"
+    part = _at(rows, 8)
+    assert (part["topic"], part["partition"], part["leader"], part["leader_epoch"], part["partition_epoch"]) == (
+        "orders", 3, 1, 7, 12,
+    )
+    assert part["details"]["snapshot_end_offset"] == "120"
+    boot = _at(rows, 14)["details"]
+    assert (boot["snapshot"], boot["snapshot_offset"]) == ("bootstrap", "0")
+    assert "snapshot_end_offset" not in boot
+    # the log section after the snapshots is read as usual; the topic name comes from the
+    # snapshot's TopicRecord in the same file
+    change = _at(rows, 20)
+    assert (change["offset"], change["last_offset"], change["quorum_epoch"], change["topic"]) == (
+        121, 122, 5, "orders",
+    )
+    assert change["create_time_ms"] == 1709630000100 and change["event_time"] is not None
+    assert not any(k.startswith("snapshot") for k in change["details"])
 
 
 def test_only_metadata_dump_lines_are_read(spark):

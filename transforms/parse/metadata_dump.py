@@ -15,6 +15,15 @@ last_offset, quorum_epoch = partitionLeaderEpoch, create_time_ms = batch CreateT
 so records of one batch share one commit point). Record fields go to typed columns exactly as
 written: PartitionChangeRecord's leader is null when the key is absent (-2 = unchanged is the
 default), and its leader / partition epochs are NOT derived here (silver replays them).
+
+Snapshot sections (§3.2: a ``<endOffset>-<epoch>.checkpoint`` file, header ``Snapshot end offset:
+<o>, epoch: <e>``, or the bootstrap file, header ``KRaft bootstrap snapshot``): the raft snapshot
+writer numbers its batches from offset 0, so their offsets are NOT ``__cluster_metadata`` log
+offsets and would collide with the log's own records (timelines key records by metadata offset).
+Their events keep type and record fields but carry no metadata_offset / offset / last_offset and
+no event time (a snapshot is the state as of its end offset, not a change at a moment); the
+snapshot-local offset, end offset and epoch go to ``details`` (``snapshot_offset``,
+``snapshot_end_offset``, ``snapshot_epoch``, ``snapshot`` = snapshot | bootstrap).
 """
 
 from __future__ import annotations
@@ -51,6 +60,10 @@ RECORD = (
     r"keySize: (-?\d+) valueSize: (-?\d+)"
 )
 PAYLOAD = r"^.*? payload: (.*)$"
+# Snapshot sections (§3.2): the header line after ``Dumping``, or the file name itself.
+SNAPSHOT_HEADER = r"^Snapshot end offset: (-?\d+), epoch: (-?\d+)$"
+BOOTSTRAP_HEADER = "KRaft bootstrap snapshot"
+SNAPSHOT_FILE = r"(?:^|[/\\])(\d+)-(\d+)\.checkpoint$"
 
 # Record type (decoder enum constant, §3.2) -> event type; anything else is md_other.
 RECORD_EVENT_TYPES: dict[str, str] = {
@@ -133,7 +146,8 @@ def parse_metadata_dump(lines: DataFrame) -> DataFrame:
     is_batch = t.startswith("baseOffset: ")
     is_record = t.startswith("|") | t.startswith(" payload: ")
     is_dumping = t.startswith("Dumping ")
-    rows = base.filter(is_batch | is_record | is_dumping)
+    is_snap_header = t.startswith("Snapshot end offset: ") | (t == BOOTSTRAP_HEADER)
+    rows = base.filter(is_batch | is_record | is_dumping | is_snap_header)
 
     order = Window.partitionBy("file_id").orderBy("line_number")
     upto = order.rowsBetween(Window.unboundedPreceding, Window.currentRow)
@@ -165,31 +179,73 @@ def parse_metadata_dump(lines: DataFrame) -> DataFrame:
             "_batch",
             F.last(batch, True).over(upto),
         )
+        .withColumn("_snap", F.last(_snapshot_section(t, is_dumping, is_snap_header), True).over(upto))
         .withColumn("_next_marker", F.lead(F.when(is_record, control_marker(t)), 1).over(order))
-        .filter(~is_dumping)
+        .filter(~is_dumping & ~is_snap_header)
     )
     batches = _batch_events(rows.filter(is_batch))
     records = _record_events(rows.filter(~is_batch))
     return batches.unionByName(records, allowMissingColumns=True)
 
 
+def _snapshot_section(t: Column, is_dumping: Column, is_snap_header: Column) -> Column:
+    """struct(is_snapshot, kind, end_offset, epoch) set on ``Dumping`` and snapshot header lines."""
+    path = F.regexp_extract(t, DUMPING, 1)
+    name = F.regexp_extract(path, r"([^/\\]+)$", 1)
+    from_path = F.struct(
+        path.endswith(".checkpoint").alias("is_snapshot"),
+        F.when(name == "bootstrap.checkpoint", F.lit("bootstrap"))
+        .when(path.endswith(".checkpoint"), F.lit("snapshot"))
+        .alias("kind"),
+        F.nullif(F.regexp_extract(path, SNAPSHOT_FILE, 1), F.lit("")).cast("long").alias("end_offset"),
+        F.nullif(F.regexp_extract(path, SNAPSHOT_FILE, 2), F.lit("")).cast("int").alias("epoch"),
+    )
+    from_header = F.struct(
+        F.lit(True).alias("is_snapshot"),
+        F.when(t == BOOTSTRAP_HEADER, F.lit("bootstrap")).otherwise(F.lit("snapshot")).alias("kind"),
+        F.nullif(F.regexp_extract(t, SNAPSHOT_HEADER, 1), F.lit("")).cast("long").alias("end_offset"),
+        F.nullif(F.regexp_extract(t, SNAPSHOT_HEADER, 2), F.lit("")).cast("int").alias("epoch"),
+    )
+    return F.when(is_dumping, from_path).when(is_snap_header, from_header)
+
+
+def _snapshot_details(snap: Column, local_offset: Column) -> Column:
+    """details entries of an event inside a snapshot section (all null outside one)."""
+    inside = F.coalesce(snap["is_snapshot"], F.lit(False))
+    return F.create_map(
+        F.lit("snapshot"), F.when(inside, snap["kind"]),
+        F.lit("snapshot_end_offset"), F.when(inside, snap["end_offset"].cast("string")),
+        F.lit("snapshot_epoch"), F.when(inside, snap["epoch"].cast("string")),
+        F.lit("snapshot_offset"), F.when(inside, local_offset.cast("string")),
+    )
+
+
 def _batch_events(rows: DataFrame) -> DataFrame:
     t = F.col("text")
-    ok = F.col("_bok")
     b = batch_columns(F.col("_m"))
-    details = F.map_concat(b["_details"], F.create_map(F.lit("dump_path"), F.col("_dump_path")))
+    snap = F.col("_snap")
+    # Snapshot batches are numbered from 0 by the snapshot writer: not log offsets (no commit point).
+    in_log = ~F.coalesce(snap["is_snapshot"], F.lit(False))
+    ok = F.col("_bok")
+    log_ok = ok & in_log
+    details = F.map_concat(
+        b["_details"],
+        F.create_map(F.lit("dump_path"), F.col("_dump_path")),
+        _snapshot_details(snap, b["offset"]),
+        F.create_map(F.lit("snapshot_last_offset"), F.when(~in_log, b["last_offset"].cast("string"))),
+    )
     is_control = F.when(ok, b["is_control"])
     return rows.select(
         *PROVENANCE,
         F.lit(0).alias("sub_index"),
         F.when(ok, F.lit("md_batch")).otherwise(F.lit(MALFORMED)).alias("event_type"),
         F.col("host_id").alias("broker_id"),
-        F.when(ok, b["offset"]).alias("metadata_offset"),
-        F.when(ok, b["offset"]).alias("offset"),
-        F.when(ok, b["last_offset"]).alias("last_offset"),
+        F.when(log_ok, b["offset"]).alias("metadata_offset"),
+        F.when(log_ok, b["offset"]).alias("offset"),
+        F.when(log_ok, b["last_offset"]).alias("last_offset"),
         F.when(ok, b["leader_epoch"]).alias("quorum_epoch"),
-        F.when(ok, b["create_time_ms"]).alias("create_time_ms"),
-        F.timestamp_millis(F.when(ok, b["_ts"])).alias("event_time"),
+        F.when(log_ok, b["create_time_ms"]).alias("create_time_ms"),
+        F.timestamp_millis(F.when(log_ok, b["_ts"])).alias("event_time"),
         F.when(ok, b["producer_id"]).alias("producer_id"),
         F.when(ok, b["producer_epoch"]).alias("producer_epoch"),
         F.when(ok, b["is_transactional"]).alias("is_transactional"),
@@ -229,15 +285,20 @@ def _record_events(rows: DataFrame) -> DataFrame:
     # A record belongs to the batch above it only if its offset lies in that batch's range (a
     # snippet with batch lines cut out must not borrow a wrong quorum epoch).
     in_batch = bt["line"].isNotNull() & offset_guess.between(bt["base"], bt["last"])
-    metadata_offset = F.when(in_batch, offset_guess).otherwise(rec_offset)
-    create_time = F.when(in_batch, bt["create_time_ms"]).otherwise(rec_ts)
+    local_offset = F.when(in_batch, offset_guess).otherwise(rec_offset)
+    create_time_any = F.when(in_batch, bt["create_time_ms"]).otherwise(rec_ts)
+    # Inside a snapshot section offsets are snapshot-local (numbered from 0): no log position.
+    snap = F.col("_snap")
+    in_log = ~F.coalesce(snap["is_snapshot"], F.lit(False))
+    metadata_offset = F.when(in_log, local_offset)
+    create_time = F.when(in_log, create_time_any)
     in_control = in_batch & bt["is_control"]
 
     rtype = F.col("_p.type")
     d = F.col("_p.data")
     undecodable = payload.startswith("Error at ")
     unparsed = has_payload & ~undecodable & rtype.isNull()
-    no_offset = has_payload & metadata_offset.isNull()
+    no_offset = has_payload & local_offset.isNull() & in_log
     bad_line = ~has_meta & ~has_payload & ~in_control
     malformed_reason = (
         F.when(undecodable, F.concat(F.lit("undecodable metadata record: "), payload))
@@ -276,7 +337,7 @@ def _record_events(rows: DataFrame) -> DataFrame:
         F.lit("record_version"), F.col("_p.version").cast("string"),
         # The record's own timestamp only where it says more than the batch's.
         F.lit("record_create_time_ms"),
-        F.when(~in_batch | ~rec_ts.eqNullSafe(bt["create_time_ms"]), rec_ts.cast("string")),
+        F.when(~in_log | ~in_batch | ~rec_ts.eqNullSafe(bt["create_time_ms"]), rec_ts.cast("string")),
         F.lit("fenced_raw"), F.when(is_brc | is_reg, d["fenced"]),
         F.lit("in_controlled_shutdown_raw"), F.when(is_brc | is_reg, d["inControlledShutdown"]),
         F.lit("incarnation_id"), d["incarnationId"],
@@ -299,7 +360,7 @@ def _record_events(rows: DataFrame) -> DataFrame:
             F.lit(0).alias("sub_index"),
             "event_type",
             F.when(et == MALFORMED, F.create_map(F.lit("reason"), malformed_reason))
-            .otherwise(drop_null_values(details))
+            .otherwise(drop_null_values(F.map_concat(details, _snapshot_details(snap, local_offset))))
             .alias("details"),
             F.when(et == MALFORMED, F.lit(None)).otherwise(record_type_name(rtype)).alias("record_type"),
             F.when(is_broker_rec, F.coalesce(d["brokerId"], d["id"])).otherwise(F.col("host_id")).alias(
@@ -319,8 +380,8 @@ def _record_events(rows: DataFrame) -> DataFrame:
             F.when(is_partition_rec, d["addingReplicas"]).alias("adding_replicas"),
             F.when(is_partition_rec, d["removingReplicas"]).alias("removing_replicas"),
             F.when(et != MALFORMED, metadata_offset).alias("metadata_offset"),
-            F.when((et != MALFORMED) & in_batch, bt["base"]).alias("offset"),
-            F.when((et != MALFORMED) & in_batch, bt["last"]).alias("last_offset"),
+            F.when((et != MALFORMED) & in_batch & in_log, bt["base"]).alias("offset"),
+            F.when((et != MALFORMED) & in_batch & in_log, bt["last"]).alias("last_offset"),
             F.when((et != MALFORMED) & in_batch, bt["epoch"]).alias("quorum_epoch"),
             F.when(et != MALFORMED, create_time).alias("create_time_ms"),
             F.when(et != MALFORMED, F.timestamp_millis(create_time)).alias("event_time"),
