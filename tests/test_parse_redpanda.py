@@ -53,6 +53,12 @@ EXPECTED: dict[tuple[str, int], tuple[str, dict, dict]] = {
         {"term": "7", "reason": "append_entries_term_greater", "dirty_offset": "5301"},
     ),
     ("v22_1.log", 20): ("rp_new_term", {"le": 8, "cle": 7}, {"term": "8", "current_term": "7"}),
+    # pre-2022 DEBUG truncation form
+    ("v22_1.log", 22): (
+        "rp_truncate",
+        {"le": None, "offset": 5291},
+        {"term": "8", "prev_log_index": "5290", "log_end_offset": "5301", "truncate_at": "5291"},
+    ),
     # --- v22.3: controller group, sentinel offsets, internal namespace ---
     ("v22_3.log", 1): ("rp_started_raft", {"le": 0, "topic": "redpanda/controller", "partition": 0}, {}),
     ("v22_3.log", 2): ("rp_recovered_state", {"le": 0, "replica_id": None}, {}),
@@ -121,6 +127,8 @@ EXPECTED: dict[tuple[str, int], tuple[str, dict, dict]] = {
         {"term": "24", "vote_granted": "true", "side": "voter", "voter": "1", "candidate": "3"},
     ),
     ("v24_1.log", 18): ("rp_leadership_notification", {"leader": 3}, {"term": "24"}),
+    # a new replica's vote request: empty log, sentinel prev_log_index / prev_log_term dropped
+    ("v24_1.log", 19): ("rp_vote_request", {"replica_id": 4, "broker_id": 1, "le": None}, {"term": "25"}),
     # --- v25.1 dev line ---
     ("v25_1.log", 1): ("rp_election_started", {"le": 8}, {"phase": "pre-vote-start", "leadership_transfer": "false"}),
     ("v25_1.log", 2): ("rp_election_started", {"le": 8}, {"phase": "pre-vote-result", "prevote_success": "true"}),
@@ -139,6 +147,19 @@ EXPECTED: dict[tuple[str, int], tuple[str, dict, dict]] = {
     ),
     ("v25_1.log", 8): ("rp_partition_leader_updated", {"partition": 4, "leader": None}, {"term": "3"}),
     ("v25_1.log", 9): ("rp_step_down", {"le": None}, {"term": "9", "reason": "heartbeats_majority"}),
+    ("v25_1.log", 12): (
+        "rp_truncate",
+        {"le": None, "offset": 7701, "topic": "orders", "partition": 3},
+        {
+            "term": "10",
+            "prev_log_index": "7700",
+            "log_end_offset": "7790",
+            "last_visible_index": "7750",
+            "leader_last_visible_index": "7760",
+            "truncate_at": "7701",
+        },
+    ),
+    ("v25_1.log", 13): ("rp_truncate", {"offset": 7702}, {"truncate_at": "7702", "leader_last_visible_index": "7760"}),
 }
 # lines that must yield no event (other raft / kafka lines that merely mention a term)
 IGNORED = {("v22_1.log", 21), ("v25_1.log", 10), ("v25_1.log", 11)}
@@ -208,14 +229,43 @@ def test_no_unexpected_events(events):
 
 @pytest.mark.parametrize("key,term", [(("v22_1.log", 17), 7), (("v24_1.log", 8), 21)])
 def test_vote_acks_one_event_per_voter(events, key, term):
+    """Candidate-side acks are oriented like "vote reply from" (rp_vote_reply: broker_id =
+    candidate, replica_id = voter); rp_vote_granted is reserved for the voter's own line."""
     rows, _ = events
     got = sorted(_by_line(rows)[key], key=lambda r: r.sub_index)
     assert [r.sub_index for r in got] == [0, 1]
     assert [r.replica_id for r in got] == [1, 2]
     for r in got:
-        assert r.event_type == "rp_vote_granted"
-        assert r.leader_epoch == term and r.broker_id == 1
+        assert r.event_type == "rp_vote_reply"
+        assert r.leader_epoch is None and r.details["term"] == str(term) and r.broker_id == 1
+        assert r.details["vote_granted"] == "true" and r.details["side"] == "candidate"
         assert r.details["candidate"] == "1" and r.details["voter"] == str(r.replica_id)
+
+
+def test_vote_grants_orientation(spark):
+    """The invariants' vote-grant reading of parsed lines: the candidate's acks / vote replies and the
+    voter's own "vote reply:" all give (voter, candidate) the right way round."""
+    from transforms.invariants.leadership import vote_grants
+
+    lines = reduce(
+        lambda a, b: a.unionByName(b),
+        [
+            lines_from_text(spark, (FIXTURES / n).read_text(), f"cluster=c1/node-1/{n}", 1, "c1", "redpanda")
+            for n in ("v22_1.log", "v24_1.log")
+        ],
+    )
+    records, _ = frame_log_lines(lines)
+    got = {
+        (r.topic, r.leader_epoch, r.voter, r.candidate)
+        for r in vote_grants(finish_events(parse_redpanda(records))).collect()
+    }
+    assert got == {
+        ("orders", 7, 2, 1),  # v22.1 "vote reply from" node 2 and its vote ack
+        ("orders", 7, 1, 1),  # the candidate's self ack
+        ("__consumer_offsets", 21, 2, 1),  # v24.1 vote reply / vote ack
+        ("__consumer_offsets", 21, 1, 1),
+        ("__consumer_offsets", 24, 1, 3),  # v24.1 voter-side "vote reply:" granting node 3
+    }
 
 
 def test_common_columns(events):
@@ -251,7 +301,7 @@ def test_own_term_rule(events):
     """Only lines stating the node's own current term carry leader_epoch (leader_epoch_regression)."""
     rows, _ = events
     never = {"rp_step_down", "rp_leadership_transfer", "rp_leadership_notification", "rp_vote_reply",
-             "rp_vote_refused", "rp_partition_leader_updated", "rp_leader_config_failed"}
+             "rp_vote_refused", "rp_partition_leader_updated", "rp_leader_config_failed", "rp_truncate"}
     for r in rows:
         if r.event_type in never:
             assert r.leader_epoch is None, r

@@ -34,7 +34,7 @@ STRIMZI_START = r"^(" + _TS + r") (" + LEVELS + r") (.*)$"
 # Strimzi log4j2 alternative: %d{yyyy-MM-dd HH:mm:ss} %-5p [%t] %c{1}:%L - %m%n
 STRIMZI2_START = r"^(\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}) (" + LEVELS + r") *\[([^\]]*)\] (\S+):(\d+|\?) - (.*)$"
 SEASTAR_START = (
-    r"^(TRACE|DEBUG|INFO|WARN|ERROR) +(" + _TS + r") \[shard (\d+)(?::([\w-]+))?\] (\S+) - (.*)$"
+    r"^(TRACE|DEBUG|INFO|WARN|ERROR) +(" + _TS + r") \[shard +(\d+)(?: *: *([\w-]+) *)?\] (\S+) - (.*)$"
 )
 # The logger tail of a Kafka message: ` (<logger>)` optionally followed by Strimzi's ` [<thread>]`.
 LOGGER_TAIL = r"^(.*) \(([^()\s]+)\)(?: \[([^\]]*)\])?$"

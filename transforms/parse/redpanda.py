@@ -15,16 +15,20 @@ Conventions of every ``rp_*`` event:
   spec's ``leader_epoch_regression`` series): becoming/became the leader, the ``current`` term of a
   received vote request, the new term of "Setting new term", recovered persistent state /
   "Starting with voted_for", ``started raft ... term:``, the candidate's own election term
-  (voting for self, vote acks, pre-vote "current term:") and a term adopted from a vote reply
+  (voting for self, pre-vote "current term:") and a term adopted from a vote reply
   ("vote failed - received larger term"). Never from ``*_offset_term`` fields, step-down lines
   (which may already print the new term of a ``candidate_term_greater`` step-down), a vote
-  request's "received" term, vote replies or leadership notifications: those terms go to
-  ``details["term"]`` (or a more specific details key).
+  request's "received" term, vote replies / vote acks, truncation or leadership notifications:
+  those terms go to ``details["term"]`` (or a more specific details key).
 * ``broker_id`` is the logging node (``host_id``) unless the line names the node itself (the
   ``target_node_id`` of a vote reply / request, the ``from`` of a prevote or leadership transfer).
   ``replica_id`` is the other node: vote target, voter, candidate, voted-for node, transfer target.
 * Vote events name both sides in ``details["candidate"]`` / ``details["voter"]`` and carry
-  ``details["vote_granted"]`` (``true``/``false``) where the line states the outcome.
+  ``details["vote_granted"]`` (``true``/``false``) where the line states the outcome. Orientation
+  (read so by the invariants): ``rp_vote_reply`` is the candidate's line (broker_id = candidate,
+  replica_id = voter; "vote reply from", "vote acks", one event per acking voter),
+  ``rp_vote_granted`` the voter's own "vote reply:" line (broker_id = voter, replica_id = candidate).
+* ``rp_truncate`` (follower log truncation) carries the truncation point in ``offset``.
 * The offset sentinel ``-9223372036854775808`` (and node id sentinel ``-2147483648``) means "none"
   and is never kept as a value.
 """
@@ -42,7 +46,7 @@ _N = r"\{?(-?\d+)\}?"  # a named-type number, bare or braced
 _VNODE = r"\{id: \{?-?\d+\}?, revision: \{?-?\d+\}?\}"  # a raft vnode, both forms (not capturing)
 # pre-vote tag of v24.1+: "[pre-vote: true] ", and the colon-less "[pre-vote true] " /
 # misspelt "[prev-vote true] " variants of some lines. Optional: v22.1-v23.3 have no tag.
-_TAG = r"^(?:\[(?:pre-vote:?|prev-vote) (true|false)\] )?"
+_TAG = r"^(?:\[(?:pre-vote|prev-vote):? (true|false)\] )?"
 
 _GROUP_PREFIX = r"^\[group_id:(-?\d+), \{([^{}]*)\}\] "
 # the vlog "<file>:<line> - " part, in case the framing stage left it in the message
@@ -147,7 +151,7 @@ TEMPLATES: list[_Template] = [
         details={
             "term": (4, "str"),
             "prev_log_index": (5, "offset"),
-            "prev_log_term": (6, "str"),
+            "prev_log_term": (6, "offset"),
             "leadership_transfer": (7, "bool"),
         },
         hint="redpanda v23.2+",
@@ -352,11 +356,12 @@ TEMPLATES: list[_Template] = [
         hint=RP_HINT_LE_V23_3,
         candidate_is="broker",
     ),
-    # "vote acks in term T from: <nodes>": one rp_vote_granted event per granting voter
+    # "vote acks in term T from: <nodes>": one event per granting voter. Candidate side, so it is
+    # an rp_vote_reply (broker_id = candidate, replica_id = voter) like "vote reply from": the
+    # consumers read rp_vote_granted as the VOTER's own line (broker_id = voter).
     _T(
-        "rp_vote_granted",
+        "rp_vote_reply",
         r"^vote acks in term (\d+) from: (.*)$",
-        cols={"leader_epoch": (1, "int")},
         details={"term": (1, "str")},
         consts={"side": "candidate", "vote_granted": "true"},
         candidate_is="broker",
@@ -404,6 +409,39 @@ TEMPLATES: list[_Template] = [
     ),
 ]
 
+TEMPLATES += [
+    # --- follower log truncation (consensus.cc do_append_entries; from the source, not in the
+    # reference tables). The term is the append-entries request's: details only.
+    _T(
+        "rp_truncate",
+        r"^Truncating log in term: ?(\d+), Request previous log index: ?(-?\d+) is earlier than log end "
+        r"offset: ?(-?\d+)(?:, last visible index: ?(-?\d+), leader last visible index: ?(-?\d+))?\. "
+        r"Truncating to: ?(-?\d+)$",
+        cols={"offset": (6, "offset")},
+        details={
+            "term": (1, "str"),
+            "prev_log_index": (2, "offset"),
+            "log_end_offset": (3, "offset"),
+            "last_visible_index": (4, "offset"),
+            "leader_last_visible_index": (5, "offset"),
+            "truncate_at": (6, "offset"),
+        },
+    ),
+    # the same before 2022 (DEBUG)
+    _T(
+        "rp_truncate",
+        r"^(?:Truncate log,|truncate log:) request for the same term: ?(\d+)\. Request offset: ?(-?\d+) is "
+        r"earlier than what we have: ?(-?\d+)\. Truncating to: ?(-?\d+)$",
+        cols={"offset": (4, "offset")},
+        details={
+            "term": (1, "str"),
+            "prev_log_index": (2, "offset"),
+            "log_end_offset": (3, "offset"),
+            "truncate_at": (4, "offset"),
+        },
+    ),
+]
+
 # logger `cluster`, partition_leaders_table.cc: no raft group prefix, the NTP is in the text
 # (groups 1-3); the only template for non-raft lines.
 _LEADERS_TABLE = _T(
@@ -425,6 +463,7 @@ _COL_KINDS = {
     "leader": "node",
     "leader_epoch": "int",
     "current_leader_epoch": "int",
+    "offset": "offset",
 }
 assert all(t.regex.endswith("$") for t in ALL_TEMPLATES)
 assert all(_COL_KINDS[c] == k for t in ALL_TEMPLATES for c, (_, k) in t.cols.items())
@@ -591,6 +630,7 @@ def parse_redpanda(records: DataFrame) -> DataFrame:
         col_value("leader_epoch").alias("leader_epoch"),
         col_value("current_leader_epoch").alias("current_leader_epoch"),
         col_value("leader").alias("_line_leader"),
+        col_value("offset").alias("_line_offset"),
         F.when(F.col("_tpl") == _TABLE_IDX, F.concat_ws("/", _group(1), _group(2), _group(3)))
         .otherwise(F.col("_rp_ntp"))
         .alias("_ntp"),
@@ -646,5 +686,6 @@ def parse_redpanda(records: DataFrame) -> DataFrame:
         F.col("current_leader_epoch").cast("int").alias("current_leader_epoch"),
         leader.cast("int").alias("leader"),
         replica_id.cast("int").alias("replica_id"),
+        F.col("_line_offset").cast("long").alias("offset"),
         details.alias("details"),
     )
