@@ -150,13 +150,26 @@ def two_leaders_same_epoch(events: list[Row], ble: list[Row], timeline: list[Row
         c = claimants[_part(r) + (r["leader_epoch"],)].setdefault(r["broker_id"], {"claimant": r["broker_id"]})
         k = own_key(r)
         if c.get("bk_key") is None or k < c["bk_key"]:
-            c.update(bk_key=k, bk_event=r["event_id"], bk_time=r.get("event_time"))
+            c.update(bk_key=k, bk_event=r["event_id"], bk_time=r.get("event_time"), bk_tid=r.get("tid"))
     for d in timeline:
         if d.get("leader") is None or d["leader"] < 0 or d.get("leader_epoch") is None or d["leader_epoch"] < 0:
             continue
+        if d.get("source") == "redpanda":  # nodes' own "became the leader" lines: claims, not decisions
+            continue
         c = claimants[_part(d) + (d["leader_epoch"],)].setdefault(d["leader"], {"claimant": d["leader"]})
         if c.get("tl_seq") is None or d["decision_seq"] < c["tl_seq"]:
-            c.update(tl_seq=d["decision_seq"], tl_event=d["event_id"], tl_time=d.get("event_time"))
+            c.update(tl_seq=d["decision_seq"], tl_event=d["event_id"], tl_time=d.get("event_time"),
+                     tl_tid=d.get("topic_id"))
+    # A recreated topic restarts its epochs: claims of different topic ids never pair; a claim
+    # without one joins the partition's only topic id, else pairs only with its like ("").
+    by_incarnation: dict[tuple, dict[Any, Row]] = defaultdict(dict)
+    for k, cs in claimants.items():
+        tids = {c.get("tl_tid") or c.get("bk_tid") for c in cs.values()} - {None}
+        for claimant, c in cs.items():
+            tid = c.get("tl_tid") or c.get("bk_tid")
+            grp = tid if tid is not None else (next(iter(tids)) if len(tids) == 1 else "")
+            by_incarnation[k + (grp,)][claimant] = c
+    claimants = by_incarnation
     acks: dict[tuple, list[tuple]] = defaultdict(list)
     for r in ble:
         is_ack = r["row_kind"] == "ack" or (r["row_kind"] == "epoch" and r["event_type"] == "become_follower")
@@ -177,6 +190,7 @@ def two_leaders_same_epoch(events: list[Row], ble: list[Row], timeline: list[Row
         grants[_part(e) + (term, voter, cand)].append(e["event_id"])
 
     def ack(k: tuple, second: Row, first: Row) -> Any:
+        k = k[:4]  # (cluster, topic, partition, LE): acks and grants name no topic incarnation
         own = None
         if second.get("bk_key") is not None:
             cands = [a for a in acks.get(k + (second["claimant"], first["claimant"]), []) if a[0] < second["bk_key"]]

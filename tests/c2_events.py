@@ -84,6 +84,8 @@ class H:
         topic: str = "orders",
         partition: int = 0,
         is_leader_change: bool | None = None,
+        source: str = "kraft",
+        topic_id: str | None = None,
     ) -> str:
         """Append a controller decision (partition_timeline row); returns its event_id."""
         same = [d for d in self.timeline if d["topic"] == topic and d["partition"] == partition]
@@ -97,7 +99,8 @@ class H:
                 topic=topic,
                 partition=partition,
                 decision_seq=seq,
-                source="kraft",
+                source=source,
+                topic_id=topic_id,
                 leader=leader,
                 leader_epoch=le,
                 partition_epoch=seq,

@@ -129,6 +129,25 @@ def two_same_claimant_twice(h: H) -> None:
     h.ev("become_follower", 2, 6, leader_epoch=6, leader=3)
 
 
+@scenario
+def two_redpanda_became_lines_are_claims(h: H) -> None:
+    # Redpanda's timeline rows are the nodes' own "became the leader" lines (no controller decides
+    # them): two of them in one term are ordered by time like any claims, here within the skew.
+    for node, t in ((1, 500), (2, 300)):
+        h.decision(node, 8, t, source="redpanda")
+        h.ev("rp_became_leader", node, t, leader_epoch=8)
+
+
+@scenario
+def two_topic_recreated(h: H) -> None:
+    # LE 0 of a deleted topic and LE 0 of its recreation (a new topic id) are different epochs.
+    h.decision(1, 0, 0, topic_id="AAAAAAAAAAAAAAAAAAAAAA")
+    h.decision(2, 0, 1_000, topic_id="BBBBBBBBBBBBBBBBBBBBBB")
+    # a claim without a topic id pairs with the partition's only topic id
+    h.decision(1, 3, 0, partition=1, topic_id="CCCCCCCCCCCCCCCCCCCCCC")
+    h.ev("become_leader", 2, 5_000, partition=1, leader_epoch=3, offset=0)
+
+
 # --- write_accepted_by_fenced_leader: offset rule ---------------------------------------------
 @scenario
 def write_offset_rule(h: H) -> None:
@@ -334,6 +353,16 @@ def test_two_leaders_vote_granted_to_other(results):
 
 def test_two_leaders_same_claimant_and_followers_are_not_claims(results):
     assert rows(results, "two_same_claimant_twice") == []
+
+
+def test_two_leaders_redpanda_became_lines_are_ordered_by_time(results):
+    r = one(results, "two_redpanda_became_lines_are_claims", "two_leaders_same_epoch")
+    assert (r["broker_id"], r["confidence"]) == (1, "suspected")
+
+
+def test_two_leaders_never_pairs_topic_incarnations(results):
+    rs = rows(results, "two_topic_recreated", "two_leaders_same_epoch")
+    assert [(r["partition"], r["broker_id"], r["leader_epoch"], r["confidence"]) for r in rs] == [(1, 2, 3, "confirmed")]
 
 
 def test_write_offset_rule_reports_epoch_leader_once(results):

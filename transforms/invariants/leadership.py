@@ -30,6 +30,7 @@ TIMELINE_SCHEMA = StructType(
         StructField("cluster_id", StringType()),
         StructField("topic", StringType()),
         StructField("partition", IntegerType()),
+        StructField("topic_id", StringType()),
         StructField("decision_seq", LongType()),
         StructField("source", StringType()),
         StructField("leader", IntegerType()),
@@ -245,6 +246,10 @@ def check_two_leaders_same_epoch(ctx: CheckContext) -> DataFrame:
     given LE / term. Claims: the controller timeline's decisions and the brokers' own leader lines
     (Kafka "Leader ... starts at leader epoch N", Redpanda "becoming/became the leader term:N").
     One row per (partition, LE) with two or more distinct claimants; broker_id = the second one.
+    Redpanda's "timeline" rows are its nodes' own "became the leader" lines, not a controller's
+    decisions: they take no part here (the same lines are claims in broker_leader_epochs). A
+    deleted and recreated topic restarts its epochs: claims naming different topic ids are never a
+    pair (a claim without a topic id joins the partition's only topic id, if it has one).
 
     Order of the two first claimants (sorted by timeline decision, then time): both decided by the
     controller -> decision order (causal, confirmed); else one of them acknowledged the other's
@@ -266,16 +271,19 @@ def check_two_leaders_same_epoch(ctx: CheckContext) -> DataFrame:
             F.min("k").alias("bk_key"),
             F.min_by("event_id", F.col("k")).alias("bk_event"),
             F.min_by("event_time", F.col("k")).alias("bk_time"),
+            F.min_by("tid", F.col("k")).alias("bk_tid"),
         )
     )
     td = (
         tl.filter((F.col("leader") >= 0) & (F.col("leader_epoch") >= 0))
+        .filter(F.coalesce(F.col("source") != "redpanda", F.lit(True)))
         .withColumn("claimant", F.col("leader"))
         .groupBy(*ck)
         .agg(
             F.min("decision_seq").alias("tl_seq"),
             F.min_by("event_id", F.col("decision_seq")).alias("tl_event"),
             F.min_by("event_time", F.col("decision_seq")).alias("tl_time"),
+            F.min_by("topic_id", F.col("decision_seq")).alias("tl_tid"),
         )
     )
     c = bk.join(td, ck, "full")
@@ -283,15 +291,26 @@ def check_two_leaders_same_epoch(ctx: CheckContext) -> DataFrame:
     c = c.withColumn("time", F.least("tl_time", "bk_time")).withColumn(
         "event", F.when(use_tl, F.coalesce("tl_event", "bk_event")).otherwise(F.col("bk_event"))
     )
+    # Topic incarnation of each claim ("" = unknown and ambiguous: pairs only with its like).
     wp = Window.partitionBy(*_PART, "leader_epoch")
+    tid = F.coalesce("tl_tid", "bk_tid")
+    c = (
+        c.withColumn("_tid", tid)
+        .withColumn("_ntid", F.size(F.collect_set("_tid").over(wp)))
+        .withColumn(
+            "grp",
+            F.coalesce(F.col("_tid"), F.when(F.col("_ntid") == 1, F.max("_tid").over(wp)), F.lit("")),
+        )
+    )
+    wg = Window.partitionBy(*_PART, "leader_epoch", "grp")
     c = c.withColumn(
         "rk",
-        F.row_number().over(wp.orderBy(F.col("tl_seq").asc_nulls_last(), F.col("time").asc_nulls_last(), "claimant")),
-    ).withColumn("n", F.count(F.lit(1)).over(wp))
+        F.row_number().over(wg.orderBy(F.col("tl_seq").asc_nulls_last(), F.col("time").asc_nulls_last(), "claimant")),
+    ).withColumn("n", F.count(F.lit(1)).over(wg))
     cl = F.struct("claimant", "tl_seq", "time", "event", "bk_key")
     pairs = (
         c.filter((F.col("n") >= 2) & (F.col("rk") <= 2))
-        .groupBy(*_PART, "leader_epoch")
+        .groupBy(*_PART, "leader_epoch", "grp")
         .agg(
             F.max(F.when(F.col("rk") == 1, cl)).alias("A"),
             F.max(F.when(F.col("rk") == 2, cl)).alias("B"),
@@ -311,11 +330,11 @@ def check_two_leaders_same_epoch(ctx: CheckContext) -> DataFrame:
         F.col("event_id").alias("ack_event"),
     )
     grants = vote_grants(ctx.events)
-    k = [*_PART, "leader_epoch"]
+    k = [*_PART, "leader_epoch", "grp"]
 
     def ack_of(second: str, first: str, name: str) -> DataFrame:
         """Per pair: the acknowledgement of ``first``'s leadership by ``second``, if any."""
-        on_part = [F.col(f"p.{x}") == F.col(f"a.{x}") for x in k]
+        on_part = [F.col(f"p.{x}") == F.col(f"a.{x}") for x in (*_PART, "leader_epoch")]
         own = (
             pairs.alias("p")
             .join(
