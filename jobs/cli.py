@@ -155,6 +155,9 @@ def _run_pipeline(args: argparse.Namespace, stages: list[str]) -> tuple[int, dic
                 exit_code = EXIT_FOUND
             for v in res.detail.get("violations", []):
                 log.info("violation %s (%s, %s): %d", v["invariant"], v["severity"], v["confidence"], v["count"])
+            for r in res.detail.get("rejected_isr_joins", []):
+                log.info("ISR join rejected by the controller (system working) in %s, %s: %d",
+                         r["cluster_id"], r["reason"], r["count"])
         elif stage == "validate":
             from jobs.validate import run_validation
 

@@ -202,14 +202,18 @@ def run_checks(
     violation already there keeps its ``run_id`` (the run that first proved it) as long as that run
     completed (has a ``gold/run_summary`` row). A violation is reported (counted, exit code 3) only
     by the run that first proves it, or by the first complete run after a killed one that wrote it.
+    ISR joins the controller refused (INELIGIBLE_REPLICA) are counted per cluster and reason in
+    ``rejected_isr_joins`` (the system working, never violations).
     """
     from transforms.invariants import INVARIANTS
+    from transforms.invariants.isr_membership import rejected_isr_joins
 
     if not storage.exists(EVENTS_TABLE):
         return StageResult("check", "skipped", {"reason": "no bronze events yet"}), None
     if not INVARIANTS:
         return StageResult("check", "skipped", {"reason": "no invariants registered in this build"}), None
     dirty, fps = stale_clusters(storage, GOLD_STATE_TABLE)
+    rejected: list[dict[str, Any]] = []
     silver_stale = set(stale_clusters(storage, SILVER_STATE_TABLE)[0]) & set(dirty)
     if silver_stale:
         log.warning("silver is older than bronze for %s: run the timelines stage first", sorted(silver_stale))
@@ -238,13 +242,15 @@ def run_checks(
         else:
             violations = violations.withColumn("run_id", F.lit(run_id))
         violations = violations.select("run_id", "violation_id", *CHECK_COLUMNS)
+        rejected = [r.asDict() for r in rejected_isr_joins(events).orderBy("cluster_id", "reason").collect()]
         storage.replace_where(VIOLATIONS_TABLE, violations, "cluster_id", dirty)
         _mark_built(spark, storage, GOLD_STATE_TABLE, dirty, fps, run_id)
         from jobs.ingest import _remove_staging
 
         _remove_staging(staged.rsplit("/", 1)[0])
     if not storage.exists(VIOLATIONS_TABLE):
-        return StageResult("check", "ran", {"clusters": dirty, "violations": [], "known": 0}), None
+        detail = {"clusters": dirty, "violations": [], "known": 0, "rejected_isr_joins": rejected}
+        return StageResult("check", "ran", detail), None
     gold = storage.read(VIOLATIONS_TABLE)
     # Written by a run that was killed before it completed: never reported, so this run reports them.
     orphans = gold.where(~F.col("run_id").isin(completed) & (F.col("run_id") != run_id))
@@ -257,4 +263,5 @@ def run_checks(
         for r in new.groupBy("invariant", "severity", "confidence").count().orderBy("invariant").collect()
     ]
     known = gold.count()
-    return StageResult("check", "ran", {"clusters": dirty, "violations": counts, "known": known}), new
+    detail = {"clusters": dirty, "violations": counts, "known": known, "rejected_isr_joins": rejected}
+    return StageResult("check", "ran", detail), new

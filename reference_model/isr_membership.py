@@ -53,10 +53,14 @@ def _fenced_checks(parts: list[Event], brokers: dict[tuple, list[Event]]) -> lis
 
 
 def _joins(parts: list[Event]) -> list[tuple[Event, int]]:
+    """(state, R) per commit point whose ISR adds R to the previous commit point's ISR."""
     out = []
     prev: dict[tuple, Event] = {}
     for p in parts:
         k = (p["cluster_id"], p["topic_id"], p["partition"])
+        nxt = p.get("next_commit_offset")
+        if nxt is not None and nxt <= p["commit_offset"]:
+            continue  # superseded inside its own batch / transaction: not a state at a commit point
         q = prev.get(k)
         if q is not None and q["isr"] is not None and p["isr"] is not None:
             out.extend((p, r) for r in p["isr"] if r not in q["isr"])
@@ -150,6 +154,19 @@ def check(events: list[Event], config: Any = None) -> list[dict[str, Any]]:
         last = max(mine, key=lambda f: (f["event_time"], f["event_id"], f.get("broker_epoch") or 0))
         fbe = last.get("broker_epoch")
         confirmed = (fbe is not None and fbe != be) or (fbe is None and last["event_time"] < treg - skew)
+        # a new-incarnation fetch timed within the skew after the commit may really precede it
+        late_new = any(
+            f["cluster_id"] == cluster
+            and f.get("broker_id") == p["leader"]
+            and f.get("replica_id") == r
+            and f.get("partition") == p["partition"]
+            and (f.get("topic_id") == p["topic_id"] or f.get("topic") == p["topic"])
+            and f.get("event_time") is not None
+            and tc < f["event_time"] <= tc + skew
+            and (f.get("broker_epoch") == be or (f.get("broker_epoch") is None and f["event_time"] > treg + skew))
+            for f in fetches
+        )
+        confirmed = confirmed and not late_new
         out.append(
             violation(
                 "stale_broker_epoch_isr_join",

@@ -12,7 +12,11 @@ from reference_model import isr_membership as model
 from reference_model.model import key_of
 from tests.c1_events import History, to_df
 from transforms.invariants.base import CHECK_COLUMNS, CheckContext
-from transforms.invariants.isr_membership import fenced_replica_in_isr, stale_broker_epoch_isr_join
+from transforms.invariants.isr_membership import (
+    fenced_replica_in_isr,
+    rejected_isr_joins,
+    stale_broker_epoch_isr_join,
+)
 from transforms.timelines import SILVER_BUILDERS
 
 SCENARIOS: dict[str, History] = {}
@@ -98,6 +102,18 @@ def fenced_then_topic_removed(h):
     h.remove_topic(6, t=3)
 
 
+@scenario
+def drop_and_readd_in_one_batch(h):
+    """Records inside one batch are not separate moments: 3 leaves and rejoins the ISR inside the
+    batch, so the commit point shows no join (an AlterPartition with a wrong BE for 3 is moot)."""
+    base(h)
+    h.batch(5, 6, t=2)
+    h.change(5, isr=[1, 2], t=2)
+    h.change(6, isr=[1, 2, 3], t=2)  # partition epoch 2 after the commit
+    h.ev("request_alter_partition", 3000, "request", t=2, topic_id="T1", partition=0, partition_epoch=2,
+         isr=[1, 2, 3], isr_broker_epochs=[10, 20, 99], error="NONE", api_version=3)
+
+
 def _join(h: History, t: float = 21, off: int = 6) -> None:
     """Broker 3 re-registers (BE 40) at offset 5, t=20; the ISR [1, 2] -> [1, 2, 3] commits at ``off``."""
     h.batch(5, 5, t=20)
@@ -162,6 +178,15 @@ def rule2_old_epoch_fetch(h):
     base(h, isr=(1, 2))
     _fetch(h, 19.9, be=30)  # replicaEpoch names the old incarnation: ordered by epochs, confirmed
     _join(h)
+    _leader_keeps_logging(h)
+
+
+@scenario
+def rule2_new_fetch_within_skew_after_commit(h):
+    base(h, isr=(1, 2))
+    _fetch(h, 10)
+    _join(h)  # commit at t=21 on the controller's clock
+    _fetch(h, 21.4, be=40)  # the new incarnation caught up 0.4 s later on the leader's clock
     _leader_keeps_logging(h)
 
 
@@ -273,6 +298,7 @@ def test_rule1_epoch_mismatch(results):
 @pytest.mark.parametrize("cluster", [
     "rule1_unknown_epoch", "rule1_matching_epoch", "rule2_new_incarnation_caught_up",
     "rule2_untagged_fetch_after_skew", "rule2_leader_log_stops", "rule2_never_caught_up",
+    "drop_and_readd_in_one_batch",
 ])
 def test_isr_join_must_not_flag(results, cluster):
     assert _of(results, cluster) == []
@@ -280,9 +306,26 @@ def test_isr_join_must_not_flag(results, cluster):
 
 @pytest.mark.parametrize(("cluster", "confidence"), [
     ("rule2_confirmed", "confirmed"), ("rule2_suspected", "suspected"), ("rule2_old_epoch_fetch", "confirmed"),
+    ("rule2_new_fetch_within_skew_after_commit", "suspected"),
 ])
 def test_rule2_stale_catch_up(results, cluster, confidence):
     (v,) = _of(results, cluster)
     assert (v["invariant"], v["confidence"], v["broker_id"]) == ("stale_broker_epoch_isr_join", confidence, 3)
     assert _id(cluster, "request_fetch") in v["evidence"]
     assert _id(cluster, "md_register_broker", broker_epoch=40) in v["evidence"]
+
+
+def test_rejected_isr_joins_are_counted_not_reported(spark):
+    """Spec: rejected joins (INELIGIBLE_REPLICA) are the system working, counted in the run summary."""
+    rejected = "controller_alter_partition_rejected"
+    rows = [
+        ("c1", rejected, "INELIGIBLE_REPLICA", {"reason": "broker epoch mismatch: requested=450 VS expected=470"}),
+        ("c1", rejected, "INELIGIBLE_REPLICA", {"reason": "broker epoch mismatch: requested=479 VS expected=488"}),
+        ("c1", rejected, "INELIGIBLE_REPLICA", {"reason": "fenced"}),
+        ("c1", rejected, "FENCED_LEADER_EPOCH", {}),  # another rejection, not an ineligible join
+        ("c2", rejected, "INELIGIBLE_REPLICA", {"reason": "not in live brokers"}),
+        ("c2", "request_alter_partition", "INELIGIBLE_REPLICA", {}),  # the leader's side of one of them
+    ]
+    events = spark.createDataFrame(rows, "cluster_id string, event_type string, error string, details map<string,string>")
+    counts = {(r["cluster_id"], r["reason"]): r["count"] for r in rejected_isr_joins(events).collect()}
+    assert counts == {("c1", "broker_epoch_mismatch"): 2, ("c1", "fenced"): 1, ("c2", "not in live brokers"): 1}

@@ -120,12 +120,17 @@ def fenced_replica_in_isr(ctx: CheckContext) -> DataFrame:
 
 
 def isr_joins(tl: DataFrame, br: DataFrame) -> DataFrame:
-    """KRaft ISR joins: a committed decision whose ISR adds replica R to the previous state's ISR.
+    """KRaft ISR joins: the state at a commit point whose ISR adds replica R to the ISR of the
+    state at the previous commit point.
 
-    Adds R's registration state at that commit point (broker epoch, registration time / id).
+    Records inside one batch / transaction are not separate moments (spec "Ordering and time"):
+    a record superseded inside its own commit (next_commit_offset = commit_offset) is skipped, so a
+    batch that drops R and adds it back is no join, and the joining row's partition epoch is the
+    one after the commit. Adds R's registration state at that commit point (broker epoch,
+    registration time / id).
     """
     w = Window.partitionBy("cluster_id", "topic_id", "partition").orderBy("decision_seq")
-    j = tl.withColumn("_prev_isr", F.lag("isr").over(w)).where(
+    j = tl.where(_nonempty("")).withColumn("_prev_isr", F.lag("isr").over(w)).where(
         F.col("_prev_isr").isNotNull() & F.col("isr").isNotNull()
     )
     j = j.select("*", F.explode(F.array_except("isr", "_prev_isr")).alias("replica"))
@@ -150,8 +155,10 @@ def isr_joins(tl: DataFrame, br: DataFrame) -> DataFrame:
 
 def last_caught_up_fetches(cand: DataFrame, fetch: DataFrame, skew_s: float) -> DataFrame:
     """Per ISR join (``_join_id``, replica): the replica's last caught-up fetch to the leader for
-    the partition at or before the commit (``_F``: struct of time, event id, replica epoch) and
-    whether a caught-up fetch of the new incarnation came before the commit (``_has_new``).
+    the partition at or before the commit (``_F``: struct of time, event id, replica epoch),
+    whether a caught-up fetch of the new incarnation came before the commit (``_has_new``), and
+    whether one came by the commit time plus the skew tolerance (``_has_new_skew``: the fetch is on
+    the leader's clock, the commit on the controller's, so such a fetch may really precede it).
 
     An as-of, not a join: joins and fetches are sorted together per (cluster, leader, replica,
     partition, topic) and running maxima carry the fetches forward. (A range join pairs every join
@@ -168,6 +175,10 @@ def last_caught_up_fetches(cand: DataFrame, fetch: DataFrame, skew_s: float) -> 
             F.col("replica").alias("_replica"), F.col("partition").alias("_partition"),
             F.col(c_topic).alias("_topic"), F.col("event_time").alias("_time"), F.lit(1).alias("_kind"),
             F.col("registered_be").alias("_be"), F.col("registered_at_time").alias("_treg"),
+        )
+        # The same join probed again at commit + skew (kind 2: after the fetches of that instant).
+        joins = joins.unionByName(
+            joins.withColumn("_time", F.col("_time") + skew).withColumn("_kind", F.lit(2))
         )
         fetches = fetch.where(F.col(f_topic).isNotNull() & F.col("f_time").isNotNull()).select(
             F.col("f_cluster").alias("_cluster"), F.col("f_leader").alias("_leader"),
@@ -188,13 +199,20 @@ def last_caught_up_fetches(cand: DataFrame, fetch: DataFrame, skew_s: float) -> 
         has_new = (F.coalesce(F.col("_same_be"), F.lit(0)) == 1) | F.coalesce(
             F.col("_last_null_be") > F.col("_treg") + skew, F.lit(False)
         )
+        at_commit = F.col("_kind") == 1
         passes.append(
-            rows.where((F.col("_kind") == 1) & F.col("_F").isNotNull())
-            .select("_join_id", "replica", "_F", has_new.cast("int").alias("_has_new"))
+            rows.where((F.col("_kind") >= 1) & F.col("_F").isNotNull()).select(
+                "_join_id",
+                "replica",
+                F.when(at_commit, F.col("_F")).alias("_F"),
+                F.when(at_commit, has_new.cast("int")).alias("_has_new"),
+                F.when(~at_commit, has_new.cast("int")).alias("_has_new_skew"),
+            )
         )
-    return passes[0].unionByName(passes[1]).groupBy("_join_id", "replica").agg(
-        F.max("_F").alias("_F"), F.max("_has_new").alias("_has_new")
+    agg = passes[0].unionByName(passes[1]).groupBy("_join_id", "replica").agg(
+        F.max("_F").alias("_F"), F.max("_has_new").alias("_has_new"), F.max("_has_new_skew").alias("_has_new_skew")
     )
+    return agg.where(F.col("_F").isNotNull())
 
 
 def stale_broker_epoch_isr_join(ctx: CheckContext) -> DataFrame:
@@ -299,6 +317,8 @@ def stale_broker_epoch_isr_join(ctx: CheckContext) -> DataFrame:
     skew = F.expr(f"make_interval(0,0,0,0,0,0,{skew_s})")
     treg = F.col("registered_at_time")
     confirmed = (fbe.isNotNull() & (fbe != F.col("registered_be"))) | (fbe.isNull() & (ftime < treg - skew))
+    # a new-incarnation fetch timed within the skew after the commit may really precede it
+    confirmed = confirmed & (F.coalesce(F.col("_has_new_skew"), F.lit(0)) == 0)
     r2 = r2.select(
         "*",
         F.lit(2).alias("_rule"),
@@ -349,3 +369,28 @@ def stale_broker_epoch_isr_join(ctx: CheckContext) -> DataFrame:
         F.array_sort(F.array_distinct(F.filter("_ev", lambda x: x.isNotNull()))).alias("evidence"),
         F.col("_expl").alias("explanation"),
     ).select(*CHECK_COLUMNS)
+
+
+def rejected_isr_joins(events: DataFrame) -> DataFrame:
+    """ISR joins the controller refused: (cluster_id, reason, count). Spec (stale_broker_epoch_isr_join):
+    rejected joins — INELIGIBLE_REPLICA, "broker epoch mismatch: requested=X VS expected=Y" — are the
+    system working: never violations, but counted in the run summary.
+
+    One count per ineligible replica of a controller "Rejecting AlterPartition ... ineligible
+    replicas" line (KRaft 3.3+, ZK 3.3+); ``reason`` is ``broker_epoch_mismatch`` (KIP-903), else the
+    controller's own reason (fenced, shutting down, not registered, not in live brokers).
+    """
+    reason = F.coalesce(F.col("details")["reason"], F.lit("ineligible"))
+    return (
+        events.where(
+            (F.col("event_type") == "controller_alter_partition_rejected") & (F.col("error") == "INELIGIBLE_REPLICA")
+        )
+        .select(
+            "cluster_id",
+            F.when(reason.startswith("broker epoch mismatch"), F.lit("broker_epoch_mismatch")).otherwise(reason).alias(
+                "reason"
+            ),
+        )
+        .groupBy("cluster_id", "reason")
+        .count()
+    )
