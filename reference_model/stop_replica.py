@@ -156,6 +156,8 @@ def check(events: list[Event], config: Any = None) -> list[dict[str, Any]]:
                 if t in STALE_CE_REFUSALS
                 else (e.get("controller_epoch") if t in VIEW_TYPES else None)
             )
+            if e.get("error") in ("STALE_BROKER_EPOCH", "77"):
+                seen = None  # refused before processing: the broker never took its controller epoch
             if seen is not None and (known is None or seen > known[0] or (seen == known[0] and eid > known[1])):
                 known = (seen, eid)
     return out

@@ -169,6 +169,15 @@ def equal_controller_epoch(h):
     lair(h, 2, le=6, ce=9, corr=2, ctrl=3)
 
 
+@scenario
+def stale_broker_epoch_request_not_processed(h):
+    # A LeaderAndIsr the broker refused whole (STALE_BROKER_EPOCH: addressed to its previous
+    # incarnation) was never processed: its controller epoch 9 is not the broker's known epoch.
+    h.ev("request_leader_and_isr", B, "request", t=1, topic="orders", partition=3, leader_epoch=6,
+         controller_id=3, controller_epoch=9, correlation_id=1, error="STALE_BROKER_EPOCH")
+    stop(h, 2, 5, ce=8, corr=2)
+
+
 @pytest.fixture(scope="module")
 def results(spark):
     rows = [r for h in SCENARIOS.values() for r in h.rows]
@@ -208,7 +217,7 @@ def test_stale_stop_replica_accepted_trace_chain(results):
     "refused_by_warn_line", "sentinel_minus_two", "sentinel_minus_one", "equal_epoch", "higher_epoch",
     "request_log_refusal_vetoes_trace", "no_stop_evidence", "no_current_epoch", "other_partition_epoch",
     "deleted_replica_has_no_epoch", "partition_state_ce_is_not_request_ce", "stale_controller_refused",
-    "equal_controller_epoch",
+    "equal_controller_epoch", "stale_broker_epoch_request_not_processed",
 ])
 def test_must_not_flag(results, cluster):
     assert _of(results, cluster) == []

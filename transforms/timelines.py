@@ -61,6 +61,8 @@ STALE_CONTROLLER_REFUSAL_TYPES = (
     "update_metadata_stale_controller",
 )
 NO_ERROR = ("NONE", "0")
+# Whole-request refusals before the broker looks at the request's controller epoch.
+UNPROCESSED_REQUEST_ERRORS = ("STALE_BROKER_EPOCH", "77")
 
 # ---------------------------------------------------------------------------------------------
 # Shared ordering helpers (used by the invariants too)
@@ -572,7 +574,8 @@ def broker_controller_views(events: DataFrame, config: CheckConfig) -> DataFrame
       max_controller_epoch         running max including this event
     plus the event's identity, request fields and own-order columns (_own_time, file_order,
     file_id, line_number, sub_index). Only the REQUEST's controller epoch counts, never a
-    partition state's controllerEpoch.
+    partition state's controllerEpoch, and only of a request the broker processed: one refused
+    with STALE_BROKER_EPOCH (request log) never raised it.
     """
     del config
     seen = F.when(F.col("event_type").isin(*STALE_CONTROLLER_REFUSAL_TYPES), F.col("known_controller_epoch")).otherwise(
@@ -581,6 +584,8 @@ def broker_controller_views(events: DataFrame, config: CheckConfig) -> DataFrame
     ev = (
         with_own_order(events, CONTROLLER_REQUEST_TYPES + STALE_CONTROLLER_REFUSAL_TYPES)
         .where(F.col("broker_id").isNotNull())
+        # refused before processing (the broker's own epoch is stale): its CE was never taken
+        .where(~F.coalesce(F.col("error").isin(*UNPROCESSED_REQUEST_ERRORS), F.lit(False)))
         .withColumn("seen_controller_epoch", seen)
         .where(F.col("seen_controller_epoch").isNotNull())
     )
