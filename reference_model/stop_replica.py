@@ -31,6 +31,13 @@ REFUSALS = {
 }
 VIEW_TYPES = {
     "leader_and_isr_received",
+    "leader_and_isr_fetchers_stopped",
+    "leader_and_isr_stale_epoch",
+    "leader_and_isr_equal_epoch",
+    "leader_and_isr_other_refusal",
+    "stop_replica_fenced",
+    "stop_replica_equal_epoch_refused",
+    "stop_replica_storage_error",
     "stop_replica_received",
     "update_metadata_applied",
     "update_metadata_partition_deleted",

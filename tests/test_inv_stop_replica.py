@@ -170,6 +170,14 @@ def equal_controller_epoch(h):
 
 
 @scenario
+def known_epoch_from_info_lines(h):
+    # INFO-only logs: the L11 "Stopped fetchers ... from controller 3 epoch 9" line shows the broker
+    # processed a CE 9 request; a later StopReplica of CE 8 it accepts is stale.
+    h.ev("leader_and_isr_fetchers_stopped", B, t=1, controller_id=3, controller_epoch=9, correlation_id=1)
+    stop(h, 2, 5, ce=8, corr=2)
+
+
+@scenario
 def stale_broker_epoch_request_not_processed(h):
     # A LeaderAndIsr the broker refused whole (STALE_BROKER_EPOCH: addressed to its previous
     # incarnation) was never processed: its controller epoch 9 is not the broker's known epoch.
@@ -241,6 +249,12 @@ def test_stale_controller_epoch_leader_and_isr(results):
     assert _ids("stale_controller_epoch_lair", "update_metadata_applied")[0] in v["evidence"]
     assert "leader epoch 6" in v["explanation"]
     assert "controller epoch 8" in v["explanation"] and "controller epoch 9" in v["explanation"]
+
+
+def test_known_controller_epoch_from_default_level_lines(results):
+    (v,) = _of(results, "known_epoch_from_info_lines")
+    assert (v["invariant"], v["leader_epoch"], v["expected_epoch"]) == ("stale_controller_epoch_accepted", 5, 9)
+    assert _ids("known_epoch_from_info_lines", "leader_and_isr_fetchers_stopped")[0] in v["evidence"]
 
 
 def test_stale_controller_epoch_stop_replica(results):

@@ -435,6 +435,14 @@ def test_produce_and_fetch_rejections(events):
           topic="orders", partition=9, broker_id=HOST)
 
 
+def test_stopped_fetchers_lines_carry_the_request_controller_epoch(events):
+    # §1.2 L11 / L12 (INFO): the only default-level LeaderAndIsr lines with the request's controller epoch.
+    check(one(events, SC36, 12), event_type="leader_and_isr_fetchers_stopped", broker_id=1, controller_id=3,
+          controller_epoch=9, correlation_id=13, d_partition_count="2", d_transition="become-leader", topic=None)
+    check(one(events, SC36, 13), event_type="leader_and_isr_fetchers_stopped", broker_id=1, controller_id=3,
+          controller_epoch=9, correlation_id=13, d_partition_count="1", d_transition="become-follower")
+
+
 def test_strimzi_pattern_parses_like_default(events):
     check(one(events, STRIMZI, 2), event_type="leader_and_isr_received", controller_epoch=9, state_controller_epoch=8)
     default = one(events, SC36, 3)

@@ -189,6 +189,7 @@ EVENT_TYPES: dict[str, str] = {
     "leader_and_isr_stale_epoch": "L6 Ignoring LeaderAndIsr ... leader epoch smaller",
     "leader_and_isr_equal_epoch": "L7 Ignoring LeaderAndIsr ... matches the current leader epoch",
     "leader_and_isr_other_refusal": "L4/L5/L10/L15 other refusals",
+    "leader_and_isr_fetchers_stopped": "L11/L12 Stopped fetchers as part of LeaderAndIsr (request CE)",
     "leader_and_isr_stale_broker_epoch": "KafkaApis: LeaderAndIsr with stale broker epoch",
     "become_leader": "Leader <tp> ... starts at leader epoch N from offset O ... high watermark H",
     "become_follower": "Follower <tp> starts at leader epoch N from offset O ...",

@@ -46,8 +46,17 @@ ZK_CONTROLLER_LOG_TYPES = ZK_DECISION_TYPES + (
 ZK_STAND_IN_TYPES = ("leader_and_isr_received", "request_leader_and_isr")
 # Requests a ZK broker processes that carry the REQUEST's controller epoch (raising its known CE),
 # and refusal lines that state the broker's known CE ("Latest known controller epoch is N").
+# A per-partition refusal of an epoch check (L4-L7, S4-S6) or the L11/L12 "Stopped fetchers" line is
+# written after the request passed its controller-epoch check: the broker processed it.
 CONTROLLER_REQUEST_TYPES = (
     "leader_and_isr_received",
+    "leader_and_isr_fetchers_stopped",
+    "leader_and_isr_stale_epoch",
+    "leader_and_isr_equal_epoch",
+    "leader_and_isr_other_refusal",
+    "stop_replica_fenced",
+    "stop_replica_equal_epoch_refused",
+    "stop_replica_storage_error",
     "stop_replica_received",
     "update_metadata_applied",
     "update_metadata_partition_deleted",

@@ -611,6 +611,15 @@ TEMPLATES: list[Tpl] = [
         contains=(" as itself is not in assigned replica list",),
         const={"error": "UNKNOWN_TOPIC_OR_PARTITION", "d_reason": "not in assigned replicas"}),
     Tpl("L*", MALFORMED, SC, "Ignoring LeaderAndIsr request"),
+    # L11 / L12 (INFO): the broker processed the request (its known controller epoch is now E).
+    Tpl("L11", "leader_and_isr_fetchers_stopped", SC, "Stopped fetchers as part of LeaderAndIsr request ",
+        r"Stopped fetchers as part of LeaderAndIsr request correlationId (?P<correlation_id>\d+) from controller "
+        r"(?P<controller_id>\d+) epoch (?P<controller_epoch>\d+) as part of the become-leader transition for "
+        r"(?P<d_partition_count>\d+) partitions", const={"d_transition": "become-leader"}),
+    Tpl("L12", "leader_and_isr_fetchers_stopped", SC, "Stopped fetchers as part of become-follower request ",
+        r"Stopped fetchers as part of become-follower request from controller (?P<controller_id>\d+) epoch "
+        r"(?P<controller_epoch>\d+) with correlation id (?P<correlation_id>\d+) for (?P<d_partition_count>\d+) "
+        r"partitions", const={"d_transition": "become-follower"}),
     Tpl("L10", "leader_and_isr_other_refusal", SC, "Topic ID in memory: ",
         r"Topic ID in memory: (?P<d_log_topic_id>\S+) does not match the topic ID for partition " + TP
         + r" received: (?P<topic_id>" + UUID + r")\.",
