@@ -99,12 +99,23 @@ def zk_decisions(events: list[Event]) -> list[Event]:
         and e.get("controller_id") is not None
         and e.get("controller_epoch") is not None
     }
+    # A controller line without an epoch ("ISR for partition ... updated to") takes the epoch of the
+    # last earlier line of its own file that names one.
+    last_ce: dict[Any, Any] = {}  # file_id -> the last controller epoch its lines named
+    filled: dict[str, Any] = {}
+    for e in sorted(events, key=lambda e: (str(e.get("file_id")), _nf(e.get("line_number")), _nf(e.get("sub_index")))):
+        if e["event_type"] in ZK_CONTROLLER_LOG_TYPES and e.get("controller_epoch") is not None:
+            last_ce[e.get("file_id")] = e["controller_epoch"]
+        elif e["event_type"] in ZK_DECISION_TYPES:  # a decision line without an epoch
+            filled[e["event_id"]] = last_ce.get(e.get("file_id"))
     rows: list[tuple[bool, Event]] = []
     for e in events:
         et = e["event_type"]
         if e.get("topic") is None or e.get("leader_epoch") is None:
             continue
         if et in ZK_DECISION_TYPES:
+            if e.get("controller_epoch") is None and filled.get(e["event_id"]) is not None:
+                e = {**e, "controller_epoch": filled[e["event_id"]]}
             rows.append((True, e))
         elif et in ZK_STAND_IN_TYPES and e["leader_epoch"] >= 0:
             if et == "request_leader_and_isr" and e.get("error") not in ("NONE", "0"):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 
+from reference_model.timeline import partition_timeline as model_timeline
 from tests.c1_events import History, to_df
 from transforms.invariants.base import CheckConfig
 from transforms.timelines import SILVER_BUILDERS
@@ -93,6 +94,19 @@ def _zk() -> History:
     return h
 
 
+def _zk_isr_updated() -> History:
+    """Controller 3's own log at DEBUG: the "ISR for partition ... updated to" line has no epoch in its
+    prefix ([Controller id=3]); it takes epoch 9 from the line before it in the same file."""
+    h = History("zkisr")
+    h.ev("controller_partition_state_change", 3, t=1, topic="orders", partition=0, controller_id=3,
+         controller_epoch=9, leader=1, leader_epoch=7, isr=[1, 2, 3], partition_epoch=12)
+    h.ev("controller_isr_updated", 3, t=2, topic="orders", partition=0, controller_id=3, controller_epoch=None,
+         leader=1, leader_epoch=7, isr=[1, 2], partition_epoch=13)
+    h.ev("controller_partition_state_change", 3, t=3, topic="orders", partition=0, controller_id=3,
+         controller_epoch=9, leader=2, leader_epoch=8, isr=[2], partition_epoch=14)
+    return h
+
+
 def _registrations() -> History:
     h = History("regs")
     h.batch(0, 1)
@@ -121,7 +135,7 @@ def _ce_views() -> History:
 
 @pytest.fixture(scope="module")
 def silver(spark):
-    hs = [_kraft_replay(), _kraft_txn(), _kraft_removed(), _zk(), _registrations(), _ce_views()]
+    hs = [_kraft_replay(), _kraft_txn(), _kraft_removed(), _zk(), _zk_isr_updated(), _registrations(), _ce_views()]
     events = to_df(spark, [r for h in hs for r in h.rows])
     cfg = CheckConfig()
     return {name: [r.asDict() for r in fn(events, cfg).collect()] for name, fn in SILVER_BUILDERS.items()}
@@ -186,6 +200,15 @@ def test_zk_own_decisions_and_stand_ins(silver):
     ]
     assert [r["decision_seq"] for r in rows] == [1, 2, 3]
     assert [r["is_leader_change"] for r in rows] == [True, False, True]
+
+
+def test_zk_isr_updated_line_takes_its_file_controller_epoch(silver):
+    rows = _timeline(silver, "zkisr")
+    got = [(r["controller_epoch"], r["leader_epoch"], r["isr"]) for r in rows]
+    assert got == [(9, 7, [1, 2, 3]), (9, 7, [1, 2]), (9, 8, [2])]
+    model = sorted((r for r in model_timeline(_zk_isr_updated().rows) if r["topic"] == "orders"),
+                   key=lambda r: r["decision_seq"])
+    assert [(r["controller_epoch"], r["leader_epoch"], r["isr"]) for r in model] == got
 
 
 def test_redpanda_terms(silver):

@@ -284,6 +284,38 @@ def _kraft_decisions(events: DataFrame) -> DataFrame:
     return out.drop("_topic_name")
 
 
+def with_file_controller_epoch(own: DataFrame, events: DataFrame) -> DataFrame:
+    """Fill a controller line's missing controller epoch from its own log file.
+
+    "ISR for partition ... updated to" is logged under ``[Controller id=N]`` without the epoch that
+    every other controller line carries (``[Controller id=N epoch=E]``): it takes the epoch of the
+    last line before it in the same file that names one (same process, same controller term).
+    Without it the decision would sort before every decision of the partition.
+    """
+    need = own.where(F.col("controller_epoch").isNull()).select(
+        "event_id", "file_id", "line_number", "sub_index", F.lit(1).alias("_k")
+    )
+    marks = events.where(
+        F.col("event_type").isin(*ZK_CONTROLLER_LOG_TYPES) & F.col("controller_epoch").isNotNull()
+    ).select("file_id", "line_number", "sub_index", F.col("controller_epoch").alias("_mark_ce"), F.lit(0).alias("_k"))
+    w = (
+        Window.partitionBy("file_id")
+        .orderBy("line_number", "sub_index", "_k")
+        .rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    )
+    filled = (
+        need.unionByName(marks, allowMissingColumns=True)
+        .withColumn("_fill_ce", F.last("_mark_ce", ignorenulls=True).over(w))
+        .where("_k = 1")
+        .select("event_id", "_fill_ce")
+    )
+    return (
+        own.join(filled, "event_id", "left")
+        .withColumn("controller_epoch", F.coalesce("controller_epoch", "_fill_ce"))
+        .drop("_fill_ce")
+    )
+
+
 def _zk_decisions(events: DataFrame) -> DataFrame:
     """ZK timeline: the controller's own decisions, else (log absent) brokers' received states.
 
@@ -312,6 +344,7 @@ def _zk_decisions(events: DataFrame) -> DataFrame:
     own = ev.where(
         F.col("event_type").isin(*ZK_DECISION_TYPES) & F.col("topic").isNotNull() & F.col("leader_epoch").isNotNull()
     ).withColumn("_own", F.lit(True))
+    own = with_file_controller_epoch(own, events)
     cand = (
         ev.where(F.col("event_type").isin(*ZK_STAND_IN_TYPES))
         .where(F.col("topic").isNotNull() & (F.col("leader_epoch") >= 0))
