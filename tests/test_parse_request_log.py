@@ -206,3 +206,23 @@ def test_common_columns(events):
         assert r.raw.startswith(("[", "2024-02-10"))
         if r.event_type != MALFORMED:
             assert r.api_key and r.api_version is not None and r.correlation_id is not None
+
+
+def test_strimzi_log4j2_short_logger_routes_to_the_request_parser(spark):
+    """§8 Strimzi log4j2 pattern ``%c{1}:%L - %m``: kafka.request.logger and state.change.logger both
+    print as ``logger``; a ``Completed request:`` message still reaches the request-log parser."""
+    from tests.helpers import records_from_text
+    from transforms.parse.dispatch import record_parser_outputs
+
+    request = (FIXTURES / "reference_3x.log").read_text().splitlines()[1]  # STOP_REPLICA v4, refused with 74
+    body = request.split("] DEBUG ", 1)[1].rsplit(" (kafka.request.logger)", 1)[0]
+    text = "\n".join([
+        f"2024-03-05 09:12:45 DEBUG [data-plane-kafka-request-handler-3] logger:? - {body}",
+        "2024-03-05 09:12:46 INFO  [controller-event-thread] logger:? - [Broker id=1] Handling LeaderAndIsr request "
+        "correlationId 60 from controller 1 for 1 partitions",
+    ])
+    records = records_from_text(spark, text, source_file="cluster=c1/broker-1/kafka-request.log")
+    assert [r["logger"] for r in records.orderBy("line_number").collect()] == ["logger", "logger"]
+    got = {name: [(r["line_number"], r["event_type"]) for r in df.collect()] for name, df in record_parser_outputs(records)}
+    assert got["parse_request_log"] == [(1, "request_stop_replica")]
+    assert got["parse_kafka_log4j"] == [(2, "leader_and_isr_request")]

@@ -17,15 +17,25 @@ log = logging.getLogger(__name__)
 
 REQUEST_LOGGER = "kafka.request.logger"
 
+
+def is_request_log_record() -> Column:
+    """Request-logger records: logger ``kafka.request.logger``, or its ``%c{1}`` short name ``logger``
+    (the Strimzi log4j2 pattern, §8) on a ``Completed request:`` message — ``state.change.logger``
+    shortens to ``logger`` too, so the name alone cannot tell them apart."""
+    logger = F.coalesce(F.col("logger"), F.lit(""))
+    return (logger == REQUEST_LOGGER) | (
+        (logger == "logger") & F.coalesce(F.col("message").startswith("Completed request:"), F.lit(False))
+    )
+
+
 # (module, function, which records it reads)
 RECORD_PARSERS: list[tuple[str, str, Callable[[], Column]]] = [
     (
         "transforms.parse.kafka_log4j",
         "parse_kafka_log4j",
-        lambda: F.col("line_format").isin("kafka", "strimzi", "csv")
-        & (F.coalesce(F.col("logger"), F.lit("")) != REQUEST_LOGGER),
+        lambda: F.col("line_format").isin("kafka", "strimzi", "csv") & ~is_request_log_record(),
     ),
-    ("transforms.parse.request_log", "parse_request_log", lambda: F.col("logger") == REQUEST_LOGGER),
+    ("transforms.parse.request_log", "parse_request_log", is_request_log_record),
     ("transforms.parse.redpanda", "parse_redpanda", lambda: F.col("line_format") == "redpanda"),
 ]
 
