@@ -148,3 +148,15 @@ def test_replace_where_on_an_unpartitioned_table(spark, store):
     store.replace_where("state/t", spark.createDataFrame([(7, "c1")], "id int, cluster_id string"), "cluster_id", ["c1"])
     assert _rows(store.read("state/t"), "id", "cluster_id") == [(2, "c2"), (7, "c1")]
     assert _rows(store.read_where("state/t", "cluster_id", ["c2"]), "id") == [(2,)]
+
+
+def test_bronze_layout_adds_the_day_unless_the_lake_predates_it(spark, store):
+    from jobs.ingest import EVENTS_TABLE, bronze_layout
+
+    events = spark.createDataFrame([("e1", "c1", 1709596800)], "event_id string, cluster_id string, t long").select(
+        "event_id", "cluster_id", F.timestamp_seconds("t").alias("event_time"))
+    assert EVENT_DATE_COLUMN in bronze_layout(store, events).columns  # a new lake: day partitions
+    store.append(EVENTS_TABLE, events)  # a lake written before the day partition existed
+    assert bronze_layout(store, events).columns == events.columns
+    store.upsert(EVENTS_TABLE, bronze_layout(store, events), ["event_id"])  # still writable
+    assert DeltaTable(store.path(EVENTS_TABLE)).metadata().partition_columns == ["cluster_id"]
