@@ -27,6 +27,13 @@ LOCAL_DEFAULTS: dict[str, str] = {
     # text): a task holds a whole row group while it reads a file and another while it writes
     # one, so two tasks at 128 MB plus the write's sort exhausted a 1 GB heap at 10^7 lines.
     "spark.hadoop.parquet.block.size": str(32 * 1024 * 1024),
+    # The status store keeps every SQL execution's plan graph and metrics even with the UI off (1000
+    # executions by default): the checks' plans are large, and a long session (the test suite, a
+    # bench) filled a 6 GB heap with them and spent minutes in full GCs.
+    "spark.sql.ui.retainedExecutions": "20",
+    "spark.ui.retainedJobs": "100",
+    "spark.ui.retainedStages": "100",
+    "spark.ui.retainedTasks": "10000",
 }
 
 LOG4J2_CONF = Path(__file__).resolve().parent.parent / "conf" / "log4j2.properties"

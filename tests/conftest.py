@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import pytest
 from hypothesis import settings
+from pyspark.sql import SparkSession
 
 from jobs.spark import get_spark
+from tests.helpers import release_spark_memory
 
 # Generated histories are reproducible in CI: the same examples every run (a failure is a real
 # disagreement, never a lucky draw), and no per-example deadline (Spark jobs take seconds).
@@ -20,3 +22,13 @@ def spark():
     session = get_spark(master="local[2]", driver_memory="6g")
     yield session
     session.stop()
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _drop_cached_frames():
+    """Each module's DataFrames and caches (run_all's events, the checks' silver caches) hold their
+    plans and blocks for the whole session otherwise; release them when the module is done."""
+    yield
+    session = SparkSession.getActiveSession()
+    if session is not None:
+        release_spark_memory(session)

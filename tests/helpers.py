@@ -57,3 +57,17 @@ def records_from_text(
     lines = lines_from_text(spark, text, source_file, host_id, cluster_id, log_kind)
     records, _ = frame_log_lines(lines, source_time_zone)
     return records
+
+
+def release_spark_memory(spark: SparkSession) -> None:
+    """Drop cached frames and let the JVM free what Python no longer uses.
+
+    Python DataFrames hold their JVM Datasets (plans, cached relations, broadcast hash tables)
+    through py4j until the Python objects are collected; plan objects sit in reference cycles that
+    only the cyclic collector frees, and it rarely runs on small Python objects. A long test
+    session filled a 6 GB driver heap that way.
+    """
+    import gc
+
+    spark.catalog.clearCache()
+    gc.collect()

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from reference_model import isr_membership, stop_replica
 from reference_model.model import key_of
 from tests.c1_events import History, to_df
+from tests.helpers import release_spark_memory
 from transforms.invariants.base import CheckContext
 from transforms.invariants.isr_membership import fenced_replica_in_isr, stale_broker_epoch_isr_join
 from transforms.invariants.stop_replica import stale_controller_epoch_accepted, stale_stop_replica_accepted
@@ -120,11 +121,14 @@ def _compare(spark, histories, spark_checks, model_check):
     rows = [r for h in histories for r in h.rows]
     events = to_df(spark, rows)
     ctx = CheckContext(events=events)
-    ctx.silver = {name: fn(events, ctx.config) for name, fn in SILVER_BUILDERS.items()}
+    # materialised, as the pipeline reads silver from its tables: lazily built silver subtrees
+    # repeated inside every check made plans of tens of thousands of nodes
+    ctx.silver = {name: fn(events, ctx.config).localCheckpoint() for name, fn in SILVER_BUILDERS.items()}
     out = spark_checks[0](ctx)
     for c in spark_checks[1:]:
         out = out.unionByName(c(ctx))
     got = sorted((key_of(r.asDict()), tuple(r["evidence"])) for r in out.collect())
+    release_spark_memory(spark)  # each example's frames, caches and broadcasts go with it
     want = sorted((key_of(v), tuple(v["evidence"])) for v in model_check(rows, ctx.config))
     assert got == want
     return got

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from reference_model import leadership as lmodel
 from reference_model import offsets as omodel
 from tests.c2_events import H, comparable, model_all, run_all
+from tests.helpers import release_spark_memory
 from transforms.invariants.leadership import (
     check_leader_epoch_regression,
     check_produce_epoch_mismatch,
@@ -95,7 +96,10 @@ CHECKS = [
 @given(st.lists(HISTORY, min_size=8, max_size=8))
 def test_spark_matches_reference_model(spark, specs):
     hs = [build(i, s) for i, s in enumerate(specs)]
-    got = run_all(spark, hs, CHECKS)
+    try:
+        got = run_all(spark, hs, CHECKS)
+    finally:
+        release_spark_memory(spark)  # each example's frames, caches and broadcasts go with it
     want = model_all(hs, [lmodel.check, omodel.check])
     for h in hs:
         assert comparable(got[h.cluster_id]) == comparable(want[h.cluster_id]), h.cluster_id

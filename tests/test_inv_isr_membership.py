@@ -229,7 +229,9 @@ def results(spark):
     rows = [r for h in SCENARIOS.values() for r in h.rows]
     events = to_df(spark, rows)
     ctx = CheckContext(events=events)
-    ctx.silver = {name: fn(events, ctx.config) for name, fn in SILVER_BUILDERS.items()}
+    # materialised, as the pipeline reads silver from its tables: lazily built silver subtrees
+    # repeated inside every check made plans of tens of thousands of nodes
+    ctx.silver = {name: fn(events, ctx.config).localCheckpoint() for name, fn in SILVER_BUILDERS.items()}
     out = fenced_replica_in_isr(ctx).unionByName(stale_broker_epoch_isr_join(ctx))
     assert out.columns == CHECK_COLUMNS
     return [r.asDict() for r in out.collect()], model.check(rows, ctx.config)

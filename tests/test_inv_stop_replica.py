@@ -191,7 +191,9 @@ def results(spark):
     rows = [r for h in SCENARIOS.values() for r in h.rows]
     events = to_df(spark, rows)
     ctx = CheckContext(events=events)
-    ctx.silver = {name: fn(events, ctx.config) for name, fn in SILVER_BUILDERS.items()}
+    # materialised, as the pipeline reads silver from its tables: lazily built silver subtrees
+    # repeated inside every check made plans of tens of thousands of nodes
+    ctx.silver = {name: fn(events, ctx.config).localCheckpoint() for name, fn in SILVER_BUILDERS.items()}
     out = stale_stop_replica_accepted(ctx).unionByName(stale_controller_epoch_accepted(ctx))
     assert out.columns == CHECK_COLUMNS
     spark_rows = [r.asDict() for r in out.collect()]
