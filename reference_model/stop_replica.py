@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from reference_model.model import Event, by_broker_in_own_order, is_no_error, violation
+from transforms.timelines import CONTROLLER_REQUEST_TYPES, UNPROCESSED_REQUEST_ERRORS
 
 STOP_EVIDENCE = {"fetcher_removed", "log_deletion_scheduled", "log_deleted"}
 BECOME = {"become_leader", "become_follower"}
@@ -29,22 +30,8 @@ REFUSALS = {
         {"leader_and_isr_stale_epoch", "leader_and_isr_equal_epoch", "leader_and_isr_other_refusal"},
     ),
 }
-VIEW_TYPES = {
-    "leader_and_isr_received",
-    "leader_and_isr_fetchers_stopped",
-    "leader_and_isr_stale_epoch",
-    "leader_and_isr_equal_epoch",
-    "leader_and_isr_other_refusal",
-    "stop_replica_fenced",
-    "stop_replica_equal_epoch_refused",
-    "stop_replica_storage_error",
-    "stop_replica_received",
-    "update_metadata_applied",
-    "update_metadata_partition_deleted",
-    "request_leader_and_isr",
-    "request_stop_replica",
-    "request_update_metadata",
-}
+# The requests that show a broker's known controller epoch: the event-type contract, shared with Spark.
+VIEW_TYPES = set(CONTROLLER_REQUEST_TYPES)
 STALE_CE_REFUSALS = {
     "leader_and_isr_stale_controller",
     "stop_replica_stale_controller",
@@ -163,7 +150,7 @@ def check(events: list[Event], config: Any = None) -> list[dict[str, Any]]:
                 if t in STALE_CE_REFUSALS
                 else (e.get("controller_epoch") if t in VIEW_TYPES else None)
             )
-            if e.get("error") in ("STALE_BROKER_EPOCH", "77"):
+            if e.get("error") in UNPROCESSED_REQUEST_ERRORS:
                 seen = None  # refused before processing: the broker never took its controller epoch
             if seen is not None and (known is None or seen > known[0] or (seen == known[0] and eid > known[1])):
                 known = (seen, eid)
