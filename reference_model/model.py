@@ -126,6 +126,122 @@ def committed_metadata(events: Iterable[Event], types: tuple[str, ...]) -> list[
     return out
 
 
+def topic_names(events: Iterable[Event]) -> dict[tuple, str]:
+    """(cluster, topic id) -> name from every TopicRecord, snapshots included (a name never changes)."""
+    names: dict[tuple, str] = {}
+    for t in sorted(events, key=lambda e: e["event_id"]):
+        if t["event_type"] == "md_topic" and t.get("topic_id") is not None and t.get("topic") is not None:
+            names.setdefault((t.get("cluster_id"), t["topic_id"]), t["topic"])
+    return names
+
+
+def snapshot_records(events: Iterable[Event], types: tuple[str, ...]) -> list[Event]:
+    """KRaft snapshot records of ``types``, each with ``_snap_pos`` (transforms.timelines.snapshot_records).
+
+    A snapshot states the partition / broker as of its end offset - 1; the bootstrap snapshot -1.
+    Copies of one snapshot on several hosts collapse (lowest host id, then event id).
+    """
+    picked: dict[tuple, Event] = {}
+    for e in sorted(events, key=lambda e: (e.get("host_id") is None, e.get("host_id") or 0, e["event_id"])):
+        d = e.get("details") or {}
+        if e["event_type"] not in types or e.get("metadata_offset") is not None or d.get("snapshot") is None:
+            continue
+        if d["snapshot"] == "bootstrap":
+            pos = -1
+        elif d.get("snapshot_end_offset") is not None:
+            pos = int(d["snapshot_end_offset"]) - 1
+        else:
+            continue
+        picked.setdefault((e.get("cluster_id"), pos, d.get("snapshot_offset")), {**e, "_snap_pos": pos})
+    return list(picked.values())
+
+
+def snapshot_bases(snap: list[Event], log: list[Event], key: Any, full_type: str) -> dict[tuple, Event]:
+    """Per key, the snapshot record that completes its log replay (transforms.timelines.snapshot_bases).
+
+    The latest snapshot below the key's first log record (``_before``: the starting state), else
+    the earliest one at or after it, used only while the log has no full record up to it.
+    """
+    firsts: dict[tuple, list] = {}
+    for r in log:
+        f = firsts.setdefault(key(r), [None, None])
+        o = r["metadata_offset"]
+        f[0] = o if f[0] is None else min(f[0], o)
+        if r["event_type"] == full_type:
+            f[1] = o if f[1] is None else min(f[1], o)
+    best: dict[tuple, tuple] = {}
+    for s in snap:
+        k = key(s)
+        first_log, first_full = firsts.get(k, [None, None])
+        before = first_log is None or s["_snap_pos"] < first_log
+        rank = (0, -s["_snap_pos"]) if before else (1, s["_snap_pos"])
+        if k not in best or rank < best[k][0]:
+            best[k] = (rank, {**s, "_before": before}, first_full)
+    return {
+        k: s for k, (_, s, first_full) in best.items()
+        if s["_before"] or first_full is None or first_full > s["_snap_pos"]
+    }
+
+
+def replay_partitions(events: list[Event]) -> list[tuple[Event, dict[str, Any]]]:
+    """(record, state after it) per committed KRaft partition record, snapshots included.
+
+    PartitionRegistration.merge; a snapshot below a partition's first log record is its starting
+    state (a record at the snapshot's last offset, ``commit_offset`` there, no metadata offset); a
+    snapshot the log overlaps gives the epochs of the changes before the first PartitionRecord.
+    """
+    def key(r: Event) -> tuple:
+        return (r["cluster_id"], r.get("topic_id"), r.get("partition"))
+
+    types = ("md_partition", "md_partition_change")
+    log = [{**r, "_pos": r["metadata_offset"]} for r in committed_metadata(events, types)]
+    bases = snapshot_bases(snapshot_records(events, ("md_partition",)), log, key, "md_partition")
+    starts = [{**s, "_pos": s["_snap_pos"], "commit_offset": s["_snap_pos"]} for s in bases.values() if s["_before"]]
+    recs = log + starts
+    recs.sort(key=lambda r: (str(r["cluster_id"]), str(r.get("topic_id")), r.get("partition") is not None,
+                             r.get("partition") or 0, r["_pos"]))
+    fields = ("leader", "leader_epoch", "partition_epoch", "isr", "replicas")
+    by_key: dict[tuple, list[Event]] = defaultdict(list)
+    for r in recs:
+        by_key[key(r)].append(r)
+    out: list[tuple[Event, dict[str, Any]]] = []
+    for k, rows in by_key.items():
+        snap = bases.get(k) if bases.get(k) and not bases[k]["_before"] else None
+        if snap is not None:  # segment 0's epochs from the snapshot: count the bumps up to it
+            le_at = pe_at = 0
+            for r in rows:
+                if r["event_type"] == "md_partition" or r["_pos"] > snap["_snap_pos"]:
+                    break
+                pe_at += 1
+                le_at += int(r.get("leader") is not None and r["leader"] != -2)
+            le0 = None if snap.get("leader_epoch") is None else snap["leader_epoch"] - le_at
+            pe0 = None if snap.get("partition_epoch") is None else snap["partition_epoch"] - pe_at
+        else:
+            le0 = pe0 = None
+        s: dict[str, Any] = {"leader": None, "leader_epoch": le0, "partition_epoch": pe0, "isr": None, "replicas": None}
+        seg0 = True
+        for r in rows:
+            if r["event_type"] == "md_partition":  # the whole state: a new segment
+                s = {x: r.get(x) for x in fields}
+                seg0 = False
+            else:
+                s = dict(s)
+                if r.get("leader") is not None and r["leader"] != -2:
+                    s["leader"] = r["leader"]
+                    s["leader_epoch"] = None if s["leader_epoch"] is None else s["leader_epoch"] + 1
+                s["partition_epoch"] = None if s["partition_epoch"] is None else s["partition_epoch"] + 1
+                for x in ("isr", "replicas"):
+                    if r.get(x) is not None:
+                        s[x] = r[x]
+            shown = dict(s)
+            if seg0 and snap is not None and r["_pos"] > snap["_snap_pos"]:
+                for x in ("leader", "isr", "replicas"):  # not set by a change yet: the snapshot's
+                    if shown[x] is None:
+                        shown[x] = snap.get(x)
+            out.append((r, shown))
+    return out
+
+
 def partition_states(events: Iterable[Event]) -> list[Event]:
     """KRaft partition decisions replayed with explicit state (PartitionRegistration.merge).
 
@@ -135,43 +251,20 @@ def partition_states(events: Iterable[Event]) -> list[Event]:
     (cluster, topic id, partition, offset).
     """
     events = list(events)
-    names = {}
-    for t in committed_metadata(events, ("md_topic",)):
-        if t.get("topic_id") and t.get("topic"):
-            names.setdefault((t["cluster_id"], t["topic_id"]), t["topic"])
-    recs = committed_metadata(events, ("md_partition", "md_partition_change"))
-    recs.sort(key=lambda r: (r["cluster_id"], r.get("topic_id") or "", r.get("partition") or 0, r["metadata_offset"]))
+    names = topic_names(events)
     out: list[Event] = []
-    state: dict[tuple, dict[str, Any]] = {}
-    for r in recs:
-        key = (r["cluster_id"], r.get("topic_id"), r.get("partition"))
-        if r["event_type"] == "md_partition":
-            s = {
-                "leader": r.get("leader"),
-                "leader_epoch": r.get("leader_epoch"),
-                "partition_epoch": r.get("partition_epoch"),
-                "isr": r.get("isr"),
-            }
-        else:
-            s = dict(state.get(key) or {"leader": None, "leader_epoch": None, "partition_epoch": None, "isr": None})
-            if r.get("leader") is not None and r["leader"] != -2:
-                s["leader"] = r["leader"]
-                s["leader_epoch"] = None if s["leader_epoch"] is None else s["leader_epoch"] + 1
-            s["partition_epoch"] = None if s["partition_epoch"] is None else s["partition_epoch"] + 1
-            if r.get("isr") is not None:
-                s["isr"] = r["isr"]
-        state[key] = s
+    for r, s in replay_partitions(events):
         out.append(
             {
                 "cluster_id": r["cluster_id"],
                 "topic_id": r.get("topic_id"),
                 "topic": names.get((r["cluster_id"], r.get("topic_id")), r.get("topic")),
                 "partition": r.get("partition"),
-                "metadata_offset": r["metadata_offset"],
+                "metadata_offset": r.get("metadata_offset"),
                 "commit_offset": r["commit_offset"],
                 "event_id": r["event_id"],
                 "event_time": r.get("event_time"),
-                **s,
+                **{x: s[x] for x in ("leader", "leader_epoch", "partition_epoch", "isr")},
             }
         )
     removed: dict[tuple, int] = {}  # (cluster, topic id) -> commit point of its RemoveTopicRecord
@@ -205,8 +298,16 @@ BROKER_TYPES = (
 
 def broker_states(events: Iterable[Event]) -> list[Event]:
     """KRaft broker registration states after each committed record (see timelines.broker_registrations)."""
-    recs = [r for r in committed_metadata(events, BROKER_TYPES) if r.get("broker_id") is not None]
-    recs.sort(key=lambda r: (r["cluster_id"], r["broker_id"], r["metadata_offset"]))
+    events = list(events)
+    recs = [{**r, "_pos": r["metadata_offset"]} for r in committed_metadata(events, BROKER_TYPES)
+            if r.get("broker_id") is not None]
+    # a broker whose log records all follow a snapshot starts from the snapshot's registration
+    snap = [r for r in snapshot_records(events, ("md_register_broker",)) if r.get("broker_id") is not None]
+    starts = snapshot_bases(snap, recs, lambda r: (r["cluster_id"], r["broker_id"]), "md_register_broker")
+    recs += [{**r, "_pos": r["_snap_pos"], "commit_offset": r["_snap_pos"]} for r in starts.values() if r["_before"]]
+    # overlapped by the log: what no record has stated yet is the snapshot's, after its offset
+    overlap = {k: r for k, r in starts.items() if not r["_before"]}
+    recs.sort(key=lambda r: (r["cluster_id"], r["broker_id"], r["_pos"]))
     out: list[Event] = []
     state: dict[tuple, dict[str, Any]] = {}
     for r in recs:
@@ -219,7 +320,7 @@ def broker_states(events: Iterable[Event]) -> list[Event]:
                 "registered_at_time": None,
                 "registration_event_id": None,
                 "fenced": None,
-                "in_controlled_shutdown": False,
+                "in_controlled_shutdown": None,
             }
         )
         t = r["event_type"]
@@ -227,7 +328,7 @@ def broker_states(events: Iterable[Event]) -> list[Event]:
             s["broker_epoch"] = r["broker_epoch"]
         if t == "md_register_broker":
             s.update(
-                registered_at_offset=r["metadata_offset"],
+                registered_at_offset=r.get("metadata_offset"),
                 registered_at_time=r.get("event_time"),
                 registration_event_id=r["event_id"],
                 fenced=True if r.get("fenced") is None else r["fenced"],
@@ -245,15 +346,24 @@ def broker_states(events: Iterable[Event]) -> list[Event]:
             elif r.get("in_controlled_shutdown") is True:
                 s["in_controlled_shutdown"] = True
         state[key] = s
+        shown = dict(s)
+        snap = overlap.get(key)
+        if snap is not None and r["_pos"] > snap["_snap_pos"]:
+            for mine, theirs in (("broker_epoch", "broker_epoch"), ("fenced", "fenced"),
+                                 ("in_controlled_shutdown", "in_controlled_shutdown"),
+                                 ("registration_event_id", "event_id")):
+                if shown[mine] is None:
+                    shown[mine] = snap.get(theirs)
+        shown["in_controlled_shutdown"] = bool(shown["in_controlled_shutdown"])
         out.append(
             {
                 "cluster_id": r["cluster_id"],
                 "broker_id": r["broker_id"],
-                "metadata_offset": r["metadata_offset"],
+                "metadata_offset": r.get("metadata_offset"),
                 "commit_offset": r["commit_offset"],
                 "event_id": r["event_id"],
                 "event_time": r.get("event_time"),
-                **s,
+                **shown,
             }
         )
     for a, b in zip(out, out[1:] + [None], strict=True):

@@ -24,9 +24,8 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
 
-from reference_model.model import committed_metadata, own_times
+from reference_model.model import committed_metadata, own_times, replay_partitions, topic_names
 from transforms.timelines import (
-    KRAFT_PARTITION_TYPES,
     KRAFT_TOPIC_REMOVAL_TYPES,
     TIMELINE_COLUMNS,
     ZK_CONTROLLER_LOG_TYPES,
@@ -54,33 +53,13 @@ def _row(e: Event, **cols: Any) -> Event:
 
 # --- KRaft -------------------------------------------------------------------------------------
 def kraft_decisions(events: list[Event]) -> list[Event]:
-    names: dict[tuple, str] = {}
-    for t in committed_metadata(events, ("md_topic",)):
-        if t.get("topic_id") is not None and t.get("topic") is not None:
-            names.setdefault((t["cluster_id"], t["topic_id"]), t["topic"])
-    recs = committed_metadata(events, KRAFT_PARTITION_TYPES)
-    recs.sort(key=lambda r: (str(r["cluster_id"]), str(r.get("topic_id")), _nf(r.get("partition")),
-                             r["metadata_offset"]))
+    names = topic_names(events)
     out: list[Event] = []
-    state: dict[tuple, Event] = {}
-    for r in recs:
-        key = (r["cluster_id"], r.get("topic_id"), r.get("partition"))
-        if r["event_type"] == "md_partition":  # the whole state: a new segment
-            s = {x: r.get(x) for x in ("leader", "leader_epoch", "partition_epoch", "isr", "replicas")}
-        else:
-            s = dict(state.get(key) or dict.fromkeys(("leader", "leader_epoch", "partition_epoch", "isr", "replicas")))
-            if r.get("leader") is not None and r["leader"] != -2:
-                s["leader"] = r["leader"]
-                s["leader_epoch"] = None if s["leader_epoch"] is None else s["leader_epoch"] + 1
-            s["partition_epoch"] = None if s["partition_epoch"] is None else s["partition_epoch"] + 1
-            for x in ("isr", "replicas"):
-                if r.get(x) is not None:
-                    s[x] = r[x]
-        state[key] = s
+    for r, s in replay_partitions(events):
         out.append(_row(
             r, **s,
             topic=names.get((r["cluster_id"], r.get("topic_id")), r.get("topic")),
-            decision_seq=r["metadata_offset"],
+            decision_seq=r["_pos"],
             source="kraft",
             controller_id=None,
             controller_epoch=r.get("quorum_epoch"),  # KRaft: the batch's quorum epoch plays that role

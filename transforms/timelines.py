@@ -223,6 +223,53 @@ TIMELINE_COLUMNS = [
 ]
 
 
+def snapshot_records(events: DataFrame, types: tuple[str, ...]) -> DataFrame:
+    """KRaft snapshot records (§3.2) of ``types``, one per snapshot record, with ``_snap_pos``.
+
+    A ``<endOffset>-<epoch>.checkpoint`` snapshot holds the state of every record below its end
+    offset, so its records state a partition / broker as of log offset ``endOffset - 1``
+    (``_snap_pos``); the bootstrap snapshot precedes the whole log (-1). Copies of one snapshot on
+    several hosts collapse to one (same end offset, same record position inside the snapshot).
+    """
+    d = F.col("details")
+    pos = F.when(d["snapshot"] == "bootstrap", F.lit(-1).cast("long")).otherwise(
+        d["snapshot_end_offset"].cast("long") - 1
+    )
+    snap = (
+        events.where(F.col("event_type").isin(*types) & F.col("metadata_offset").isNull() & d["snapshot"].isNotNull())
+        .withColumn("_snap_pos", pos)
+        .withColumn("_snap_rec", d["snapshot_offset"].cast("long"))
+        .where(F.col("_snap_pos").isNotNull())
+    )
+    pick = Window.partitionBy("cluster_id", "_snap_pos", "_snap_rec").orderBy(
+        F.col("host_id").asc_nulls_last(), "event_id"
+    )
+    return snap.withColumn("_rn", F.row_number().over(pick)).where("_rn = 1").drop("_rn", "_snap_rec")
+
+
+def snapshot_bases(snap: DataFrame, log: DataFrame, key: list[str], is_full: Column) -> DataFrame:
+    """Per key, the one snapshot record that completes the key's log replay.
+
+    The snapshot closest to the start of the key's log: the latest one below its first log record
+    (``_before``: the log starts after it — the snapshot is the starting state and a decision row
+    of its own), else the earliest one at or after that record (the log starts before the snapshot
+    and has no full record up to it: the snapshot supplies the epochs the replay lacks). A key whose
+    log has a full record at or before every snapshot needs none. ``log`` has ``_pos`` (offset).
+    """
+    firsts = log.groupBy(*key).agg(
+        F.min("_pos").alias("_first_log"), F.min(F.when(is_full, F.col("_pos"))).alias("_first_full")
+    )
+    cand = snap.join(firsts, key, "left").withColumn(
+        "_before", F.col("_first_log").isNull() | (F.col("_snap_pos") < F.col("_first_log"))
+    )
+    closest = Window.partitionBy(*key).orderBy(
+        F.col("_before").desc(), F.when(F.col("_before"), -F.col("_snap_pos")).otherwise(F.col("_snap_pos"))
+    )
+    cand = cand.withColumn("_rn", F.row_number().over(closest)).where("_rn = 1").drop("_rn")
+    needed = F.col("_before") | F.col("_first_full").isNull() | (F.col("_first_full") > F.col("_snap_pos"))
+    return cand.where(needed).drop("_first_log", "_first_full")
+
+
 def _kraft_decisions(events: DataFrame) -> DataFrame:
     """Replay PartitionRecord / PartitionChangeRecord per (cluster, topic id, partition).
 
@@ -231,45 +278,86 @@ def _kraft_decisions(events: DataFrame) -> DataFrame:
     up by one (even when the same leader is re-sent: the forced bump of KAFKA-15021). The
     partition epoch goes up by one on every change record. isr / replicas null = unchanged.
     leaderRecoveryState and ELR never move either epoch. A PartitionRecord (new or existing
-    partition) sets the whole state and starts a new replay segment; changes before any
-    PartitionRecord (a dump that starts mid-log) keep leader/ISR but have no epochs (unknown).
+    partition) sets the whole state and starts a new replay segment.
+
+    A dump that starts mid-log (the log before a snapshot is deleted) replays from a snapshot
+    (:func:`snapshot_bases`): a snapshot below the partition's first log record is its starting
+    state (a decision row at ``decision_seq`` = the snapshot's last offset, no metadata offset, no
+    time); a snapshot the log overlaps gives the epochs of the changes before the first full record
+    (the state at the snapshot's offset is known, every change in between is one bump). Without
+    either, changes before any PartitionRecord keep leader / ISR but have no epochs (unknown).
     """
-    recs = committed_metadata_records(events, KRAFT_PARTITION_TYPES)
+    key = ["cluster_id", "topic_id", "partition"]
+    full_t = F.col("event_type") == "md_partition"
+    log = committed_metadata_records(events, KRAFT_PARTITION_TYPES).withColumn("_pos", F.col("metadata_offset"))
+    bases = snapshot_bases(snapshot_records(events, ("md_partition",)), log, key, full_t)
+    starts = bases.where("_before").withColumn("_pos", F.col("_snap_pos")).withColumn("commit_offset", F.col("_pos"))
+    recs = log.unionByName(starts.drop("_snap_pos", "_before"), allowMissingColumns=True)
+    overlap = bases.where(~F.col("_before")).select(
+        *key,
+        F.struct(
+            F.col("_snap_pos").alias("pos"),
+            "leader",
+            "leader_epoch",
+            "partition_epoch",
+            "isr",
+            "replicas",
+        ).alias("_snap"),
+    )
+    recs = recs.join(F.broadcast(overlap), key, "left")
+    # Topic names: a TopicRecord never changes (a recreated topic gets a new id); a snapshot's counts.
     topics = (
-        committed_metadata_records(events, ("md_topic",))
+        events.where(F.col("event_type") == "md_topic")
         .select("cluster_id", "topic_id", F.col("topic").alias("_topic_name"))
         .where(F.col("topic_id").isNotNull() & F.col("_topic_name").isNotNull())
         .dropDuplicates(["cluster_id", "topic_id"])
     )
     is_full = F.col("event_type") == "md_partition"
     leader_set = ~is_full & F.col("leader").isNotNull() & (F.col("leader") != -2)
-    key = ["cluster_id", "topic_id", "partition"]
-    w_run = (
-        Window.partitionBy(*key).orderBy("metadata_offset").rowsBetween(Window.unboundedPreceding, Window.currentRow)
-    )
+    w_run = Window.partitionBy(*key).orderBy("_pos").rowsBetween(Window.unboundedPreceding, Window.currentRow)
     recs = recs.withColumn("_seg", F.sum(is_full.cast("int")).over(w_run))
     w_seg = (
         Window.partitionBy(*key, "_seg")
-        .orderBy("metadata_offset")
+        .orderBy("_pos")
         .rowsBetween(Window.unboundedPreceding, Window.currentRow)
     )
-    base_le = F.first(F.when(is_full, F.col("leader_epoch")), ignorenulls=True).over(w_seg)
-    base_pe = F.first(F.when(is_full, F.col("partition_epoch")), ignorenulls=True).over(w_seg)
-    le_bumps = F.sum(leader_set.cast("int")).over(w_seg)
-    pe_bumps = F.sum((~is_full).cast("int")).over(w_seg)
+    w_seg_all = Window.partitionBy(*key, "_seg")
+    recs = recs.withColumn("_le_bumps", F.sum(leader_set.cast("int")).over(w_seg)).withColumn(
+        "_pe_bumps", F.sum((~is_full).cast("int")).over(w_seg)
+    )
+    # Segment 0 (no full record yet) overlapped by a snapshot: the bumps up to the snapshot's offset.
+    at_snap = F.col("_pos") <= F.col("_snap.pos")
+    recs = recs.withColumn("_le_at_snap", F.max(F.when(at_snap, F.col("_le_bumps"))).over(w_seg_all)).withColumn(
+        "_pe_at_snap", F.max(F.when(at_snap, F.col("_pe_bumps"))).over(w_seg_all)
+    )
+    seg0 = F.col("_seg") == 0
+    base_le = F.coalesce(
+        F.first(F.when(is_full, F.col("leader_epoch")), ignorenulls=True).over(w_seg),
+        F.when(seg0, F.col("_snap.leader_epoch") - F.coalesce("_le_at_snap", F.lit(0))),
+    )
+    base_pe = F.coalesce(
+        F.first(F.when(is_full, F.col("partition_epoch")), ignorenulls=True).over(w_seg),
+        F.when(seg0, F.col("_snap.partition_epoch") - F.coalesce("_pe_at_snap", F.lit(0))),
+    )
+    after_snap = seg0 & (F.col("_pos") > F.col("_snap.pos"))
     eff_leader = F.when(is_full | leader_set, F.col("leader"))
+
+    def carried(value: Column, name: str) -> Column:
+        # a field no change record of segment 0 has set yet is the snapshot's, after its offset
+        return F.coalesce(F.last(value, ignorenulls=True).over(w_seg), F.when(after_snap, F.col(f"_snap.{name}")))
+
     out = recs.select(
         "cluster_id",
         "topic",
         "partition",
         "topic_id",
-        F.col("metadata_offset").alias("decision_seq"),
+        F.col("_pos").alias("decision_seq"),
         F.lit("kraft").alias("source"),
-        F.last(eff_leader, ignorenulls=True).over(w_seg).alias("leader"),
-        (base_le + le_bumps).cast("int").alias("leader_epoch"),
-        (base_pe + pe_bumps).cast("int").alias("partition_epoch"),
-        F.last("isr", ignorenulls=True).over(w_seg).alias("isr"),
-        F.last("replicas", ignorenulls=True).over(w_seg).alias("replicas"),
+        carried(eff_leader, "leader").alias("leader"),
+        (base_le + F.col("_le_bumps")).cast("int").alias("leader_epoch"),
+        (base_pe + F.col("_pe_bumps")).cast("int").alias("partition_epoch"),
+        carried(F.col("isr"), "isr").alias("isr"),
+        carried(F.col("replicas"), "replicas").alias("replicas"),
         "event_time",
         "metadata_offset",
         F.lit(None).cast("int").alias("controller_id"),
@@ -516,7 +604,9 @@ def broker_registrations(events: DataFrame, config: CheckConfig) -> DataFrame:
     One row per committed registration record per (cluster_id, broker_id), in metadata-offset
     order. The row's state holds for commit points in [commit_offset, next_commit_offset) (null
     = still holds at the end of the input; equal = superseded inside the same batch, so never a
-    state at a commit point). Columns:
+    state at a commit point). A broker whose log records all follow a KRaft snapshot starts with
+    the snapshot's RegisterBrokerRecord (commit_offset = the snapshot's last offset, no metadata
+    offset, no time). Columns:
       broker_epoch            registered BE (RegisterBrokerRecord; later records repeat it)
       registered_at_offset    metadata offset of the RegisterBrokerRecord of that incarnation
       registered_at_time      its CreateTime (controller clock, UTC)
@@ -532,7 +622,35 @@ def broker_registrations(events: DataFrame, config: CheckConfig) -> DataFrame:
       source ("kraft")
     """
     del config
-    recs = committed_metadata_records(events, KRAFT_BROKER_TYPES).where(F.col("broker_id").isNotNull())
+    key = ["cluster_id", "broker_id"]
+    log = (
+        committed_metadata_records(events, KRAFT_BROKER_TYPES)
+        .where(F.col("broker_id").isNotNull())
+        .withColumn("_pos", F.col("metadata_offset"))
+    )
+    # A broker whose log records all follow a snapshot starts from the snapshot's registration
+    # (the RegisterBrokerRecord itself was deleted with the log before the snapshot).
+    snap = snapshot_records(events, ("md_register_broker",)).where(F.col("broker_id").isNotNull())
+    bases = snapshot_bases(snap, log, key, F.col("event_type") == "md_register_broker")
+    starts = (
+        bases.where("_before")
+        .withColumn("_pos", F.col("_snap_pos"))
+        .withColumn("commit_offset", F.col("_pos"))
+        .drop("_snap_pos", "_before")
+    )
+    # A broker whose log overlaps the snapshot without its RegisterBrokerRecord: what no record
+    # has stated yet is the snapshot's, after the snapshot's offset.
+    overlap = bases.where(~F.col("_before")).select(
+        *key,
+        F.struct(
+            F.col("_snap_pos").alias("pos"),
+            "broker_epoch",
+            "fenced",
+            "in_controlled_shutdown",
+            "event_id",
+        ).alias("_snap"),
+    )
+    recs = log.unionByName(starts, allowMissingColumns=True).join(F.broadcast(overlap), key, "left")
     et = F.col("event_type")
     is_reg = et == "md_register_broker"
     fenced_v = (
@@ -549,21 +667,23 @@ def broker_registrations(events: DataFrame, config: CheckConfig) -> DataFrame:
         .when(F.col("in_controlled_shutdown") == F.lit(True), F.lit(True))
     )
     reg_v = F.when(is_reg, F.lit(True)).when(et == "md_unregister_broker", F.lit(False))
-    key = ["cluster_id", "broker_id"]
-    w = Window.partitionBy(*key).orderBy("metadata_offset").rowsBetween(Window.unboundedPreceding, Window.currentRow)
-    wl = Window.partitionBy(*key).orderBy("metadata_offset")
+    w = Window.partitionBy(*key).orderBy("_pos").rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    wl = Window.partitionBy(*key).orderBy("_pos")
+    after_snap = F.col("_pos") > F.col("_snap.pos")
+
+    def stated(value: Column, snap_field: str) -> Column:
+        return F.coalesce(F.last(value, ignorenulls=True).over(w), F.when(after_snap, F.col(f"_snap.{snap_field}")))
+
     out = recs.select(
         "cluster_id",
         "broker_id",
-        F.last(F.when(et != "md_unregister_broker", F.col("broker_epoch")), ignorenulls=True)
-        .over(w)
-        .alias("broker_epoch"),
+        stated(F.when(et != "md_unregister_broker", F.col("broker_epoch")), "broker_epoch").alias("broker_epoch"),
         F.last(F.when(is_reg, F.col("metadata_offset")), ignorenulls=True).over(w).alias("registered_at_offset"),
         F.last(F.when(is_reg, F.col("event_time")), ignorenulls=True).over(w).alias("registered_at_time"),
-        F.last(F.when(is_reg, F.col("event_id")), ignorenulls=True).over(w).alias("registration_event_id"),
+        stated(F.when(is_reg, F.col("event_id")), "event_id").alias("registration_event_id"),
         F.coalesce(F.last(reg_v, ignorenulls=True).over(w), F.lit(True)).alias("registered"),
-        F.last(fenced_v, ignorenulls=True).over(w).alias("fenced"),
-        F.coalesce(F.last(ics_v, ignorenulls=True).over(w), F.lit(False)).alias("in_controlled_shutdown"),
+        stated(fenced_v, "fenced").alias("fenced"),
+        F.coalesce(stated(ics_v, "in_controlled_shutdown"), F.lit(False)).alias("in_controlled_shutdown"),
         "metadata_offset",
         "commit_offset",
         F.lead("commit_offset").over(wl).alias("next_commit_offset"),
