@@ -62,7 +62,7 @@ def bronze_layout(storage: LakeStorage, events: DataFrame) -> DataFrame:
     A lake whose bronze was created before the day partition keeps its layout (no column added):
     Delta cannot add a partition column to an existing table.
     """
-    if storage.exists(EVENTS_TABLE) and EVENT_DATE_COLUMN not in storage.read(EVENTS_TABLE).columns:
+    if storage.exists(EVENTS_TABLE) and EVENT_DATE_COLUMN not in storage.columns(EVENTS_TABLE):
         log.warning("bronze/events predates the %s partition: kept as it is", EVENT_DATE_COLUMN)
         return events
     return events.withColumn(EVENT_DATE_COLUMN, event_date(F.col("event_time")))

@@ -17,8 +17,11 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import signal
+import string
 import time
+import unicodedata
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,9 +29,20 @@ from typing import Protocol
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import StructType
+from pyspark.sql.types import (
+    BooleanType,
+    ByteType,
+    DataType,
+    DateType,
+    IntegerType,
+    LongType,
+    ShortType,
+    StringType,
+    StructField,
+    StructType,
+)
 
 log = logging.getLogger(__name__)
 
@@ -84,6 +98,7 @@ class LakeStorage(Protocol):
 
     def exists(self, table: str) -> bool: ...
     def read(self, table: str, version: int | None = None) -> DataFrame: ...
+    def columns(self, table: str) -> list[str]: ...
     def append(self, table: str, df: DataFrame) -> None: ...
     def overwrite(self, table: str, df: DataFrame) -> None: ...
     def upsert(self, table: str, df: DataFrame, keys: list[str]) -> None: ...
@@ -147,6 +162,26 @@ def _replaced_trivially(storage: LakeStorage, table: str, df: DataFrame, values:
     return False
 
 
+def _source_partitions(source: DataFrame, columns: list[str]) -> list[tuple]:
+    """The distinct value tuples of ``columns`` in ``source`` (one row per partition it writes: small)."""
+    return [tuple(r) for r in source.select(*columns).distinct().collect()]
+
+
+def _partition_condition(columns: list[str], tuples: list[tuple], alias: str) -> Column:
+    """``alias.<c> IN (values of c)`` for each column (null matched too when among them), ANDed.
+
+    A superset of the exact tuples, in the simple shape Delta uses to skip files."""
+    cond = F.lit(True)
+    for i, column in enumerate(columns):
+        target = F.col(f"{alias}.`{column}`")
+        values = sorted({t[i] for t in tuples if t[i] is not None})
+        term = target.isin(values) if values else F.lit(False)
+        if any(t[i] is None for t in tuples):
+            term = term | target.isNull()
+        cond = cond & term
+    return cond
+
+
 @dataclass
 class DeltaSparkStorage:
     """Delta through the delta-spark JVM package."""
@@ -168,6 +203,10 @@ class DeltaSparkStorage:
         if version is not None:
             reader = reader.option("versionAsOf", version)
         return reader.load(self.path(table))
+
+    def columns(self, table: str) -> list[str]:
+        """The table's columns, in order (a lazy read: only the schema is resolved)."""
+        return self.read(table).columns
 
     def _writer(self, table: str, df: DataFrame):
         writer = df.write.format("delta")
@@ -203,16 +242,24 @@ class DeltaSparkStorage:
         crash_point(f"committed:{table}")
 
     def upsert(self, table: str, df: DataFrame, keys: list[str]) -> None:
+        """MERGE on ``keys``. On a partitioned table whose partition columns are all in ``df``, the
+        condition also bounds the target to the partition values of ``df`` (an IN list per column),
+        so that Delta only reads those partitions' files: this assumes a key lives in the partition
+        its source row maps to (see DeltaRsStorage.upsert)."""
         from delta.tables import DeltaTable
 
         source = _dedupe_by_keys(df, keys)
         if not self.exists(table):
             self.overwrite(table, source)
             return
-        cond = " AND ".join(f"t.`{k}` <=> s.`{k}`" for k in keys)
+        target = DeltaTable.forPath(self.spark, self.path(table))
+        cond = F.expr(" AND ".join(f"t.`{k}` <=> s.`{k}`" for k in keys))
+        part_cols = list(target.detail().first()["partitionColumns"] or [])
+        if part_cols and all(c in source.columns for c in part_cols):
+            cond = cond & _partition_condition(part_cols, _source_partitions(source, part_cols), "t")
         crash_point(f"commit:{table}")
         (
-            DeltaTable.forPath(self.spark, self.path(table))
+            target
             .alias("t")
             .merge(source.alias("s"), cond)
             .whenMatchedUpdateAll()
@@ -258,35 +305,87 @@ class DeltaRsStorage:
     def partition_columns(self, table: str) -> list[str]:
         return list(self._table(table).metadata().partition_columns) if self.exists(table) else []
 
-    def _read_files(self, table: str, dt, files: list[tuple[str, dict]]) -> DataFrame:
-        """A DataFrame over ``files`` ((uri, partition values)) of ``dt``, in the table's column order."""
+    def columns(self, table: str) -> list[str]:
+        """The table's columns, in order, from the Delta log's schema (no Spark read)."""
+        return self.spark_schema(table).fieldNames()
+
+    def _read_files(
+        self, table: str, dt, files: list[tuple[str, dict]], keep_file: bool = False
+    ) -> DataFrame:
+        """A DataFrame over ``files`` ((uri, partition values)) of ``dt``, in the table's column order;
+        plus ``_file``, the ``input_file_name()`` of each row, when ``keep_file``.
+
+        One Parquet scan over every file, whatever the number of partitions (a plan of one union
+        branch per partition grew with the history). Partition values live in the Delta log, not
+        in the files: they are attached by a broadcast join of each row's ``input_file_name()`` to
+        a small (file, partition values) table, the values cast to the table's types. The file of
+        a row is taken right above the scan: ``input_file_name()`` is only reliable there (above a
+        join Spark may return an empty string), so callers that need it ask for ``_file`` here.
+        """
         schema = self.spark_schema(table, dt.version())
         part_cols = list(dt.metadata().partition_columns)
+        out_cols = schema.fieldNames() + (["_file"] if keep_file else [])
         if not files:
-            return self.spark.createDataFrame([], schema)
-        if not part_cols:
-            return self.spark.read.schema(schema).parquet(*[u for u, _ in files])
-        # Partition values live in the Delta log, not in the files: one read per partition.
+            empty = self.spark.createDataFrame([], schema)
+            return empty.withColumn("_file", F.lit(None).cast("string")) if keep_file else empty
         data_schema = StructType([f for f in schema.fields if f.name not in part_cols])
-        groups: dict[tuple, list[str]] = {}
+        scan = self.spark.read.schema(data_schema).parquet(*[u for u, _ in files])
+        if not part_cols and not keep_file:
+            return scan
+        scan = scan.withColumn("_file", F.input_file_name())
+        if not part_cols:
+            return scan.select(*out_cols)
+
+        def by_file(rows: list[tuple], name: str) -> DataFrame:
+            """(key, hit, partition values cast to the table's types) for a broadcast join."""
+            strings = StructType(
+                [StructField(f"{name}_key", StringType(), False), StructField(f"{name}_hit", BooleanType(), False)]
+                + [StructField(f"{name}{i}", StringType(), True) for i in range(len(part_cols))]
+            )
+            return F.broadcast(self.spark.createDataFrame(rows, strings).select(
+                f"{name}_key", f"{name}_hit",
+                *[F.col(f"{name}{i}").cast(schema[c].dataType).alias(f"{name}{i}") for i, c in enumerate(part_cols)],
+            ))
+
+        # Fast path: the row's input_file_name() as it is, against the forms Spark gives a local
+        # file (no per-row string work). Exact fallback for a row it misses: its normalised path
+        # (computed only for such rows) against each file's normalised path. A row of a file that
+        # neither matches fails the query: never a silently dropped row or a null partition value.
+        raw, norm = "__epoch_audit_raw", "__epoch_audit_norm"
+        raw_rows, norm_rows = [], []
         for uri, values in files:
-            groups.setdefault(tuple(values.get(c) for c in part_cols), []).append(uri)
-        parts = []
-        for key, uris in sorted(groups.items(), key=lambda kv: tuple(str(v) for v in kv[0])):
-            df = self.spark.read.schema(data_schema).parquet(*uris)
-            for col, value in zip(part_cols, key, strict=True):
-                df = df.withColumn(col, F.lit(value).cast(schema[col].dataType))
-            parts.append(df.select(*schema.fieldNames()))
-        out = parts[0]
-        for df in parts[1:]:
-            out = out.unionByName(df)
-        return out
+            parts = [values.get(c) for c in part_cols]
+            path = _norm_uri(uri)
+            raw_rows += [(form, True, *parts) for form in _spark_file_uris(path)]
+            norm_rows.append((path, True, *parts))
+        by_raw, by_norm = by_file(raw_rows, raw), by_file(norm_rows, norm)
+        joined = scan.join(by_raw, scan["_file"] == by_raw[f"{raw}_key"], "left")
+        missed = F.col(f"{raw}_hit").isNull()
+        joined = joined.join(by_norm, F.when(missed, _norm_uri_col(F.col("_file"))) == by_norm[f"{norm}_key"], "left")
+        unknown = F.raise_error(F.concat(F.lit(f"{table}: no Delta log entry for the file "), F.col("_file")))
+
+        def part_col(i: int, c: str) -> Column:
+            return (
+                F.when(F.col(f"{raw}_hit"), F.col(f"{raw}{i}"))
+                .when(F.col(f"{norm}_hit"), F.col(f"{norm}{i}"))
+                .otherwise(unknown)
+                .alias(c)
+            )
+
+        return joined.select(*[part_col(part_cols.index(c), c) if c in part_cols else F.col(c) for c in out_cols])
 
     def _files(self, dt) -> list[tuple[str, str, dict]]:
-        """(uri, relative path, partition values) of every live file of ``dt``."""
+        """(uri, relative path, partition values) of every live file of ``dt``.
+
+        The relative path is the file's name under the table directory, as an AddAction or
+        RemoveAction takes it: the log's path is URL-encoded (``cluster_id=a%20b``) and delta-rs
+        encodes the path of an action it commits, so an encoded path would name another file.
+        """
+        from urllib.parse import unquote
+
         part_cols = list(dt.metadata().partition_columns)
         actions = pa.table(dt.get_add_actions(flatten=True))
-        paths = [str(p) for p in actions.column("path").to_pylist()]
+        paths = [unquote(str(p)) for p in actions.column("path").to_pylist()]
         values = [
             {c: _partition_string(actions.column(f"partition.{c}")[i].as_py()) for c in part_cols}
             for i in range(len(paths))
@@ -408,14 +507,36 @@ class DeltaRsStorage:
         self._commit(table, removes + adds, schema, "append", cols)
 
     def upsert(self, table: str, df: DataFrame, keys: list[str]) -> None:
-        """Exact upsert: rewrite only the files holding a key of ``df``, in one commit."""
+        """Exact upsert: rewrite only the files holding a key of ``df``, in one commit.
+
+        Partition pruning: on a partitioned table, only the files of the partitions ``df`` writes
+        to (the distinct partition values of its rows) are searched for its keys, not the whole
+        history. This assumes that a key can only live in the partition its source row maps to:
+        the partition values of a row are a function of its key. In this lake they are: an event's
+        ``cluster_id`` and ``event_date`` derive from the event itself (its file and its time), as
+        does its ``event_id``; a violation's ``cluster_id`` is part of what its id hashes. (When the
+        keys include the partition columns it holds by construction.) A key stored under other
+        partition values than its new row's would not be replaced but duplicated.
+        Pruning uses the partition columns whose type has one string form in the Delta log and in
+        Python (strings, integers, booleans, dates) and the same type in ``df``; none: no pruning.
+        """
         source = _dedupe_by_keys(df, keys)
         if not self.exists(table):
             self.append(table, source)
             return
         dt = self._table(table)
         files = self._files(dt)
-        current = self._read_files(table, dt, [(u, v) for u, _, v in files]).withColumn("_file", F.input_file_name())
+        prune = _prunable_partition_columns(self.spark_schema(table, dt.version()), source.schema,
+                                            list(dt.metadata().partition_columns))
+        if prune and files:
+            wanted = {
+                tuple(_partition_string(v) for v in values) for values in _source_partitions(source, prune)
+            }
+            files = [f for f in files if tuple(f[2].get(c) for c in prune) in wanted]
+        if not files:
+            self.append(table, source)
+            return
+        current = self._read_files(table, dt, [(u, v) for u, _, v in files], keep_file=True)
         source_keys = source.select(*keys).distinct()
         # eqNullSafe so that null key parts match, as in MERGE with <=>.
         cond = [current[k].eqNullSafe(source_keys[k]) for k in keys]
@@ -439,7 +560,7 @@ class DeltaRsStorage:
         dt = self._table(table)
         files = self._files(dt)
         wanted = {str(v) for v in values}
-        current = self._read_files(table, dt, [(u, v) for u, _, v in files]).withColumn("_file", F.input_file_name())
+        current = self._read_files(table, dt, [(u, v) for u, _, v in files], keep_file=True)
         if column in dt.metadata().partition_columns:
             affected = [f for f in files if str(f[2].get(column)) in wanted]
             kept = current.limit(0)
@@ -466,11 +587,60 @@ def _raw_uris(files_df: DataFrame) -> list[str]:
     return [r["_file"] for r in files_df.collect()]
 
 
+_URI_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+:")
+
+
 def _norm_uri(uri: str) -> str:
+    """The local path a file URI or path names: a URI (``file:///a%20b``, what ``input_file_name()``
+    returns) is percent-decoded, a plain path (what delta-rs ``file_uris()`` returns) is taken as
+    it is — a partition directory such as ``cluster_id=x%3Dy`` holds a literal ``%``. Relative paths
+    are made absolute, as Spark qualifies them. See ``_norm_uri_col`` for the same in Spark."""
     from urllib.parse import unquote, urlparse
 
-    parsed = urlparse(uri)
-    return os.path.normpath(unquote(parsed.path if parsed.scheme else uri))
+    if _URI_SCHEME.match(uri):
+        return os.path.normpath(unquote(urlparse(uri).path))
+    return os.path.abspath(uri)
+
+
+def _norm_uri_col(uri: Column) -> Column:
+    """``_norm_uri`` of Spark's ``input_file_name()`` (a URI) as a Column: drop the scheme and the
+    authority, percent-decode. ``url_decode`` would read a '+' as a space: a URI path's '+' is
+    literal, so it is escaped first. Hadoop paths are already normalised."""
+    path = F.regexp_replace(uri, r"^[A-Za-z][A-Za-z0-9+.-]+:(//[^/]*)?", "")
+    return F.url_decode(F.regexp_replace(path, r"\+", "%2B"))
+
+
+# The ASCII characters java.net.URI leaves as they are in a path (Hadoop ``Path.toUri()``); it
+# escapes the others, and of the non-ASCII ones the space separators and the C1 controls.
+_URI_PATH_CHARS = frozenset(string.ascii_letters + string.digits + "-_.!~*'();:@&=+$,/")
+
+
+def _spark_file_uris(path: str) -> list[str]:
+    """What ``input_file_name()`` returns for the local file ``path`` (absolute, normalised): its
+    ``Path.toUri().toString()``, under a ``file://`` (Spark 3.4+) or a ``file:`` prefix. A fast path
+    only: a form this misses is matched through ``_norm_uri_col``."""
+    out = []
+    for ch in path:
+        if ord(ch) < 0x80:
+            out.append(ch if ch in _URI_PATH_CHARS else f"%{ord(ch):02X}")
+        elif ord(ch) <= 0x9F or unicodedata.category(ch) in ("Zs", "Zl", "Zp"):
+            out.append("".join(f"%{b:02X}" for b in ch.encode("utf-8", "surrogatepass")))
+        else:
+            out.append(ch)
+    quoted = "".join(out)
+    return [f"file://{quoted}", f"file:{quoted}"]
+
+
+_PRUNABLE_TYPES = (StringType, DateType, BooleanType, ByteType, ShortType, IntegerType, LongType)
+
+
+def _prunable_partition_columns(table: StructType, source: StructType, part_cols: list[str]) -> list[str]:
+    """The partition columns an upsert of ``source`` can prune the table's files by (see upsert)."""
+    def same(a: DataType, b: DataType) -> bool:
+        return isinstance(a, _PRUNABLE_TYPES) and type(a) is type(b)
+
+    names = set(source.fieldNames())
+    return [c for c in part_cols if c in names and same(table[c].dataType, source[c].dataType)]
 
 
 def _nullable(schema: pa.Schema) -> pa.Schema:

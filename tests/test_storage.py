@@ -160,3 +160,192 @@ def test_bronze_layout_adds_the_day_unless_the_lake_predates_it(spark, store):
     assert bronze_layout(store, events).columns == events.columns
     store.upsert(EVENTS_TABLE, bronze_layout(store, events), ["event_id"])  # still writable
     assert DeltaTable(store.path(EVENTS_TABLE)).metadata().partition_columns == ["cluster_id"]
+
+
+# -- one scan per read, partition values by file, pruned upserts, columns() -----------------------
+# Partition values Spark escapes in directory names ('=', '%', '/', ':', '#', '}'...), a space,
+# unicode, a literal "%20", and nulls (__HIVE_DEFAULT_PARTITION__).
+TRICKY_CLUSTERS = ["a b", "x=y", "p%q", "s/t", "é☃ ü", "c:d#e?}", "a%20b", "plus+sign", None]
+TRICKY_DAYS = [dt_date(2024, 1, 1), dt_date(2024, 1, 2), dt_date(2024, 2, 29), dt_date(2025, 12, 31), None]
+TRICKY_SCHEMA = "event_id string, cluster_id string, n long, event_date date, payload string"
+
+
+def _tricky_events(spark, store, table="bronze/events"):
+    """45 partitions (cluster_id x event_date), two rows each; partition columns amid the others."""
+    rows = [
+        (f"e{ci}-{di}-{k}", c, ci * 100 + di * 10 + k, d, f"p{ci}{di}{k}")
+        for ci, c in enumerate(TRICKY_CLUSTERS) for di, d in enumerate(TRICKY_DAYS) for k in range(2)
+    ]
+    store.append(table, spark.createDataFrame(rows, TRICKY_SCHEMA))
+    return rows
+
+
+def _latest_commit(store, table) -> list[dict]:
+    import json
+    from pathlib import Path
+
+    log_dir = Path(store.path(table)) / "_delta_log"
+    latest = sorted(log_dir.glob("*.json"))[-1]
+    return [json.loads(line) for line in latest.read_text().splitlines() if line.strip()]
+
+
+def _all_added_paths(store, table) -> set[str]:
+    import json
+    from pathlib import Path
+
+    paths = set()
+    for commit in sorted((Path(store.path(table)) / "_delta_log").glob("*.json")):
+        for line in commit.read_text().splitlines():
+            action = json.loads(line)
+            if "add" in action:
+                paths.add(action["add"]["path"])
+    return paths
+
+
+def test_partitioned_read_is_one_scan_with_exact_values(spark, store):
+    rows = _tricky_events(spark, store)
+    dt = DeltaTable(store.path("bronze/events"))
+    assert dt.metadata().partition_columns == ["cluster_id", "event_date"]
+    assert len({(a["partition.cluster_id"], a["partition.event_date"])
+                for a in pa.table(dt.get_add_actions(flatten=True)).to_pylist()}) == 45
+    df = store.read("bronze/events")
+    assert df.dtypes == [("event_id", "string"), ("cluster_id", "string"), ("n", "bigint"),
+                         ("event_date", "date"), ("payload", "string")]
+    assert sorted(tuple(r) for r in df.collect()) == sorted(rows)
+    # one Parquet scan, not one per partition
+    assert "Union" not in df._jdf.queryExecution().analyzed().toString()
+    assert "Union" not in df._jdf.queryExecution().executedPlan().toString()
+    # filters on partition values see the typed values
+    assert _rows(df.where(F.col("cluster_id").isNull() & (F.col("event_date") == dt_date(2024, 2, 29))), "n") == [
+        (820,), (821,)]
+    assert _rows(store.read_where("bronze/events", "cluster_id", ["x=y"]), "n") == [
+        (100 + 10 * d + k,) for d in range(5) for k in range(2)]
+
+
+def test_read_fast_path_matches_what_spark_names_the_files(spark, store):
+    """The raw input_file_name() of every row is among the forms _spark_file_uris predicts."""
+    from jobs.storage import _norm_uri, _spark_file_uris
+
+    _tricky_events(spark, store)
+    dt = DeltaTable(store.path("bronze/events"))
+    predicted = {form for uri in dt.file_uris() for form in _spark_file_uris(_norm_uri(uri))}
+    scan = spark.read.schema("event_id string").parquet(*dt.file_uris())
+    actual = {r[0] for r in scan.select(F.input_file_name()).distinct().collect()}
+    assert len(actual) == len(dt.file_uris()) and actual <= predicted
+
+
+def test_read_falls_back_to_normalised_paths_and_never_drops_a_row(spark, store, monkeypatch):
+    import jobs.storage as storage_module
+
+    rows = _tricky_events(spark, store)
+    # the fast path misses every file: the normalised comparison still attaches the right values
+    monkeypatch.setattr(storage_module, "_spark_file_uris", lambda path: [f"nowhere:{path}"])
+    assert sorted(tuple(r) for r in store.read("bronze/events").collect()) == sorted(rows)
+    # a file neither path matches fails the query instead of losing its rows or their values
+    monkeypatch.setattr(storage_module, "_norm_uri", lambda uri: "/nowhere" + uri)
+    with pytest.raises(Exception, match="no Delta log entry for the file"):
+        store.read("bronze/events").collect()
+
+
+def test_upsert_searches_and_rewrites_only_the_sources_partitions(spark, store, monkeypatch):
+    rows = _tricky_events(spark, store)
+    before = {f for f in DeltaTable(store.path("bronze/events")).file_uris()}
+    source = spark.createDataFrame(
+        [
+            ("e0-0-1", "a b", -1, dt_date(2024, 1, 1), "new"),  # replaces a row of ("a b", 2024-01-01)
+            ("e1-4-0", "x=y", -2, None, "new"),  # replaces a row of ("x=y", null day)
+            ("fresh-1", "x=y", -3, None, "new"),  # a new key in an existing partition
+            ("fresh-2", "brand new", -4, dt_date(2024, 3, 1), "new"),  # a new partition
+        ],
+        TRICKY_SCHEMA,
+    )
+    wanted = {("a b", "2024-01-01"), ("x=y", None), ("brand new", "2024-03-01")}
+    searched = []
+    read_files = store._read_files
+
+    def spy(table, dt, files, *args, **kwargs):
+        searched.extend(values for _, values in files)
+        return read_files(table, dt, files, *args, **kwargs)
+
+    monkeypatch.setattr(store, "_read_files", spy)
+    store.upsert("bronze/events", source, ["event_id"])
+    monkeypatch.undo()
+    # only the source's partitions' files were read to find its keys (not the 45 partitions)
+    assert searched and {(v["cluster_id"], v["event_date"]) for v in searched} <= wanted
+    # one commit: removes only in the source's partitions, each naming a file that was added
+    actions = _latest_commit(store, "bronze/events")
+    removes = [a["remove"] for a in actions if "remove" in a]
+    assert sorted((r["partitionValues"]["cluster_id"], r["partitionValues"]["event_date"]) for r in removes) == [
+        ("a b", "2024-01-01"), ("x=y", None)]
+    assert {r["path"] for r in removes} <= _all_added_paths(store, "bronze/events")
+    assert {(a["add"]["partitionValues"]["cluster_id"], a["add"]["partitionValues"]["event_date"])
+            for a in actions if "add" in a} <= wanted
+    # the other partitions' files are untouched
+    after = set(DeltaTable(store.path("bronze/events")).file_uris())
+    untouched = {f for f in before if "/cluster_id=a b/event_date=2024-01-01/" not in f
+                 and "/cluster_id=x%3Dy/event_date=__HIVE_DEFAULT_PARTITION__/" not in f}
+    assert untouched <= after and len(before - after) == 2
+    # contents: keys replaced, new keys added, everything else as it was
+    replaced = {r[0]: r for r in source.collect()}
+    expected = sorted(tuple(r) for r in [replaced.pop(r[0], r) for r in rows] + list(replaced.values()))
+    assert sorted(tuple(r) for r in store.read("bronze/events").collect()) == expected
+    # the same input again: the same content
+    store.upsert("bronze/events", source, ["event_id"])
+    assert sorted(tuple(r) for r in store.read("bronze/events").collect()) == expected
+
+
+def test_replace_where_by_a_data_column_of_a_partitioned_table(spark, store):
+    """The file of each row (taken at the scan, below the partition join) still drives the rewrite."""
+    rows = _tricky_events(spark, store)
+    gone = {r[0] for r in rows if r[4].endswith("1") and r[1] in ("p%q", "é☃ ü", None)}
+    store.replace_where("bronze/events", spark.createDataFrame([("z", "p%q", 0, None, "zz")], TRICKY_SCHEMA),
+                        "payload", sorted({r[4] for r in rows if r[0] in gone}))
+    expected = sorted([r for r in rows if r[0] not in gone] + [("z", "p%q", 0, None, "zz")])
+    assert sorted(tuple(r) for r in store.read("bronze/events").collect()) == expected
+
+
+def test_columns_come_from_the_log_without_reading(spark, store, monkeypatch):
+    _tricky_events(spark, store)
+    store.append("state/flat", spark.createDataFrame([(1, "a")], "id int, v string"))
+    expected = {t: store.read(t).columns for t in ("bronze/events", "state/flat")}
+    assert expected["bronze/events"] == ["event_id", "cluster_id", "n", "event_date", "payload"]
+
+    def no_read(*args, **kwargs):
+        raise AssertionError("columns() must not read the table")
+
+    monkeypatch.setattr(store, "read", no_read)
+    monkeypatch.setattr(store, "_read_files", no_read)
+    assert {t: store.columns(t) for t in expected} == expected
+
+
+def test_bronze_layout_reads_only_the_schema(spark, store, monkeypatch):
+    from jobs.ingest import EVENTS_TABLE, bronze_layout
+
+    events = spark.createDataFrame([("e1", "c1", 1709596800)], "event_id string, cluster_id string, t long").select(
+        "event_id", "cluster_id", F.timestamp_seconds("t").alias("event_time"))
+    store.append(EVENTS_TABLE, bronze_layout(store, events))
+
+    def no_read(*args, **kwargs):
+        raise AssertionError("bronze_layout must not read bronze")
+
+    monkeypatch.setattr(store, "read", no_read)
+    assert EVENT_DATE_COLUMN in bronze_layout(store, events).columns
+
+
+def test_merge_partition_condition_bounds_the_target_to_the_sources_partitions(spark):
+    """DeltaSparkStorage.upsert's extra MERGE condition (an IN list per partition column, nulls kept)."""
+    from jobs.storage import _partition_condition, _prunable_partition_columns
+
+    target = spark.createDataFrame(
+        [(1, "c1", dt_date(2024, 1, 1)), (2, "c1", None), (3, "c2", dt_date(2024, 1, 1)), (4, None, None),
+         (5, "c3", dt_date(2024, 1, 2))],
+        "id int, cluster_id string, event_date date",
+    ).alias("t")
+    cond = _partition_condition(["cluster_id", "event_date"], [("c1", dt_date(2024, 1, 1)), ("c2", None)], "t")
+    assert _rows(target.where(cond), "id") == [(1,), (2,), (3,)]
+    assert _rows(target.where(_partition_condition(["cluster_id"], [(None,)], "t")), "id") == [(4,)]
+    assert target.where(_partition_condition(["cluster_id"], [], "t")).count() == 0
+    # delta-rs prunes by partition columns whose Delta-log string form is unambiguous, same type in the source
+    table = spark.createDataFrame([], "a string, d date, t timestamp, x int").schema
+    assert _prunable_partition_columns(table, spark.createDataFrame([], "a string, d date, t timestamp, x long").schema,
+                                       ["a", "d", "t", "x"]) == ["a", "d"]
