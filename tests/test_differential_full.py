@@ -4,7 +4,8 @@ builds its own timeline from the events: no Spark in the model).
 
 Histories: the C1 generators (ZK broker-side requests with stand-in states, a KRaft metadata log
 with fences, registrations, ISR changes and produces) plus ZK controller decision lines (several
-controllers and epochs, re-sends) and Redpanda terms with produces and segment batches.
+controllers and epochs, re-sends), Redpanda terms with produces and segment batches, and KRaft
+metadata logs cut by the cleaner with the snapshot that covers the cut.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from reference_model.timeline import partition_timeline
 from tests.c1_events import History, to_df
 from tests.helpers import release_spark_memory
 from tests.test_differential_c1 import SEEDS, SETTINGS, kraft_history, zk_history
+from tests.test_snapshot_replay import cut_with_snapshot
 from transforms.invariants import INVARIANTS
 from transforms.invariants.base import CheckConfig, CheckContext
 from transforms.timelines import SILVER_BUILDERS, TIMELINE_COLUMNS
@@ -72,10 +74,21 @@ def redpanda_history(seed: int) -> History:
     return h
 
 
+def kraft_snapshot_history(seed: int) -> History:
+    """A KRaft history whose metadata log the cleaner cut, with the snapshot covering the cut: the
+    checks must read the replayed states (snapshot rows have no time and no metadata offset) the
+    same way in Spark and in the model."""
+    rows, _, _ = cut_with_snapshot(kraft_history(seed), random.Random(seed))
+    h = History(f"krs-{seed}")
+    h.rows = [{**r, "cluster_id": h.cluster_id} for r in rows]
+    return h
+
+
 def _histories(seeds: list[int]) -> list[History]:
     out = []
     for s in seeds:
-        out += [zk_history(s), kraft_history(s), zk_controller_history(s), redpanda_history(s)]
+        out += [zk_history(s), kraft_history(s), zk_controller_history(s), redpanda_history(s),
+                kraft_snapshot_history(s)]
     return out
 
 

@@ -54,7 +54,7 @@ def test_real_dump_replays_the_log_from_its_snapshot(spark):
 # --- generated: cut the log, add a snapshot, compare with the whole replay ------------------------
 
 
-def _cut_with_snapshot(full: History, rnd: random.Random) -> tuple[list[dict], int, int]:
+def cut_with_snapshot(full: History, rnd: random.Random) -> tuple[list[dict], int, int]:
     """The history's rows with the metadata log cut at a batch boundary ``cut`` and a snapshot whose
     end offset ``end`` (a batch end + 1) lies before or after the cut. Returns (rows, cut, end)."""
     md = [r for r in full.rows if r["log_kind"] == "metadata-dump"]
@@ -96,7 +96,7 @@ def test_cut_log_with_snapshot_replays_like_the_whole_log(spark, seeds):
     cases = []
     for seed in seeds:
         full = kraft_history(seed)
-        rows, cut, end = _cut_with_snapshot(full, random.Random(seed))
+        rows, cut, end = cut_with_snapshot(full, random.Random(seed))
         cases.append((full, rows, cut, end))
     all_rows = [r for _, rows, _, _ in cases for r in rows]
     events = to_df(spark, all_rows)
@@ -142,7 +142,7 @@ def test_model_cut_log_with_snapshot_matches_the_whole_log():
     compared = {"snapshot below the log": 0, "log overlaps the snapshot": 0}
     for seed in range(60):
         full = kraft_history(seed)
-        rows, cut, end = _cut_with_snapshot(full, random.Random(seed))
+        rows, cut, end = cut_with_snapshot(full, random.Random(seed))
         whole = {r["decision_seq"]: r for r in model_timeline(full.rows)}
         for r in model_timeline(rows):
             if r["decision_seq"] >= max(cut, end):
