@@ -313,14 +313,15 @@ class DeltaRsStorage:
         self, table: str, dt, files: list[tuple[str, dict]], keep_file: bool = False
     ) -> DataFrame:
         """A DataFrame over ``files`` ((uri, partition values)) of ``dt``, in the table's column order;
-        plus ``_file``, the ``input_file_name()`` of each row, when ``keep_file``.
+        plus ``_file``, the file each row was read from, when ``keep_file``.
 
         One Parquet scan over every file, whatever the number of partitions (a plan of one union
         branch per partition grew with the history). Partition values live in the Delta log, not
-        in the files: they are attached by a broadcast join of each row's ``input_file_name()`` to
-        a small (file, partition values) table, the values cast to the table's types. The file of
-        a row is taken right above the scan: ``input_file_name()`` is only reliable there (above a
-        join Spark may return an empty string), so callers that need it ask for ``_file`` here.
+        in the files: they are attached by a broadcast join of each row's file to a small (file,
+        partition values) table, the values cast to the table's types. The file is the scan's
+        ``_metadata.file_path`` column, not ``input_file_name()``: that expression is
+        nondeterministic, and a filter above it is never pushed into the scan (every check's
+        ``event_type`` filter then read and joined every row of bronze).
         """
         schema = self.spark_schema(table, dt.version())
         part_cols = list(dt.metadata().partition_columns)
@@ -332,7 +333,7 @@ class DeltaRsStorage:
         scan = self.spark.read.schema(data_schema).parquet(*[u for u, _ in files])
         if not part_cols and not keep_file:
             return scan
-        scan = scan.withColumn("_file", F.input_file_name())
+        scan = scan.withColumn("_file", F.col("_metadata.file_path"))
         if not part_cols:
             return scan.select(*out_cols)
 
@@ -347,7 +348,7 @@ class DeltaRsStorage:
                 *[F.col(f"{name}{i}").cast(schema[c].dataType).alias(f"{name}{i}") for i, c in enumerate(part_cols)],
             ))
 
-        # Fast path: the row's input_file_name() as it is, against the forms Spark gives a local
+        # Fast path: the row's file path as Spark gives it, against the forms Spark gives a local
         # file (no per-row string work). Exact fallback for a row it misses: its normalised path
         # (computed only for such rows) against each file's normalised path. A row of a file that
         # neither matches fails the query: never a silently dropped row or a null partition value.
@@ -591,10 +592,11 @@ _URI_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+:")
 
 
 def _norm_uri(uri: str) -> str:
-    """The local path a file URI or path names: a URI (``file:///a%20b``, what ``input_file_name()``
-    returns) is percent-decoded, a plain path (what delta-rs ``file_uris()`` returns) is taken as
-    it is — a partition directory such as ``cluster_id=x%3Dy`` holds a literal ``%``. Relative paths
-    are made absolute, as Spark qualifies them. See ``_norm_uri_col`` for the same in Spark."""
+    """The local path a file URI or path names. A URI (``file:/a%20b`` in a scan's
+    ``_metadata.file_path``, ``file:///a%20b`` from ``input_file_name()``) is percent-decoded; a
+    plain path (what delta-rs ``file_uris()`` returns) is taken as it is — a partition directory
+    such as ``cluster_id=x%3Dy`` holds a literal ``%``. Relative paths are made absolute, as Spark
+    qualifies them. See ``_norm_uri_col`` for the same in Spark."""
     from urllib.parse import unquote, urlparse
 
     if _URI_SCHEME.match(uri):
@@ -603,9 +605,10 @@ def _norm_uri(uri: str) -> str:
 
 
 def _norm_uri_col(uri: Column) -> Column:
-    """``_norm_uri`` of Spark's ``input_file_name()`` (a URI) as a Column: drop the scheme and the
-    authority, percent-decode. ``url_decode`` would read a '+' as a space: a URI path's '+' is
-    literal, so it is escaped first. Hadoop paths are already normalised."""
+    """``_norm_uri`` of a Spark file URI (``_metadata.file_path``, ``input_file_name()``) as a
+    Column: drop the scheme and the authority, percent-decode. ``url_decode`` would read a '+' as
+    a space: a URI path's '+' is literal, so it is escaped first. Hadoop paths are already
+    normalised."""
     path = F.regexp_replace(uri, r"^[A-Za-z][A-Za-z0-9+.-]+:(//[^/]*)?", "")
     return F.url_decode(F.regexp_replace(path, r"\+", "%2B"))
 
@@ -616,8 +619,9 @@ _URI_PATH_CHARS = frozenset(string.ascii_letters + string.digits + "-_.!~*'();:@
 
 
 def _spark_file_uris(path: str) -> list[str]:
-    """What ``input_file_name()`` returns for the local file ``path`` (absolute, normalised): its
-    ``Path.toUri().toString()``, under a ``file://`` (Spark 3.4+) or a ``file:`` prefix. A fast path
+    """What Spark names the local file ``path`` (absolute, normalised) by: its
+    ``Path.toUri().toString()``, under a ``file:`` (``_metadata.file_path``) or a ``file://``
+    (``input_file_name()``, Spark 3.4+) prefix. A fast path
     only: a form this misses is matched through ``_norm_uri_col``."""
     out = []
     for ch in path:
