@@ -157,7 +157,7 @@ def snapshot_records(events: Iterable[Event], types: tuple[str, ...]) -> list[Ev
 
 
 def snapshot_bases(snap: list[Event], log: list[Event], key: Any, full_type: str) -> dict[tuple, Event]:
-    """Per key, the snapshot record that completes its log replay (transforms.timelines.snapshot_bases).
+    """Per key, the snapshot record that completes its log replay (transforms.timelines.with_snapshot_bases).
 
     The latest snapshot below the key's first log record (``_before``: the starting state), else
     the earliest one at or after it, used only while the log has no full record up to it.
@@ -174,7 +174,7 @@ def snapshot_bases(snap: list[Event], log: list[Event], key: Any, full_type: str
         k = key(s)
         first_log, first_full = firsts.get(k, [None, None])
         before = first_log is None or s["_snap_pos"] < first_log
-        rank = (0, -s["_snap_pos"]) if before else (1, s["_snap_pos"])
+        rank = (0, -s["_snap_pos"], s["event_id"]) if before else (1, s["_snap_pos"], s["event_id"])
         if k not in best or rank < best[k][0]:
             best[k] = (rank, {**s, "_before": before}, first_full)
     return {

@@ -247,27 +247,47 @@ def snapshot_records(events: DataFrame, types: tuple[str, ...]) -> DataFrame:
     return snap.withColumn("_rn", F.row_number().over(pick)).where("_rn = 1").drop("_rn", "_snap_rec")
 
 
-def snapshot_bases(snap: DataFrame, log: DataFrame, key: list[str], is_full: Column) -> DataFrame:
-    """Per key, the one snapshot record that completes the key's log replay.
+def with_snapshot_bases(
+    log: DataFrame, snap: DataFrame, key: list[str], is_full: Column, fields: list[str]
+) -> DataFrame:
+    """The key's log records (``_pos`` = offset) plus the one snapshot record that completes its replay.
 
-    The snapshot closest to the start of the key's log: the latest one below its first log record
-    (``_before``: the log starts after it — the snapshot is the starting state and a decision row
-    of its own), else the earliest one at or after that record (the log starts before the snapshot
-    and has no full record up to it: the snapshot supplies the epochs the replay lacks). A key whose
-    log has a full record at or before every snapshot needs none. ``log`` has ``_pos`` (offset).
+    The snapshot closest to the start of the key's log counts: the latest one below its first log
+    record (``_before``: the log starts after it — it is the starting state, returned as a record
+    at ``_pos`` = the snapshot's last offset, ``commit_offset`` there), else the earliest one at or
+    after that record, only while the log has no full record up to it (the log starts before the
+    snapshot: every row of the key gets ``_snap`` = struct(pos, ``fields``) of it, to supply what
+    the replay lacks). One pass over ``log``, windows on the key only (no second read, no join).
     """
-    firsts = log.groupBy(*key).agg(
-        F.min("_pos").alias("_first_log"), F.min(F.when(is_full, F.col("_pos"))).alias("_first_full")
+    rows = log.withColumn("_snap_pos", F.lit(None).cast("long")).unionByName(
+        snap.withColumn("_pos", F.col("_snap_pos")), allowMissingColumns=True
     )
-    cand = snap.join(firsts, key, "left").withColumn(
-        "_before", F.col("_first_log").isNull() | (F.col("_snap_pos") < F.col("_first_log"))
+    is_snap = F.col("_snap_pos").isNotNull()
+    w_key = Window.partitionBy(*key)
+    rows = rows.withColumn("_first_log", F.min(F.when(~is_snap, F.col("_pos"))).over(w_key)).withColumn(
+        "_first_full", F.min(F.when(~is_snap & is_full, F.col("_pos"))).over(w_key)
     )
-    closest = Window.partitionBy(*key).orderBy(
-        F.col("_before").desc(), F.when(F.col("_before"), -F.col("_snap_pos")).otherwise(F.col("_snap_pos"))
+    before = F.col("_first_log").isNull() | (F.col("_snap_pos") < F.col("_first_log"))
+    rows = rows.withColumn("_before", F.when(is_snap, before))
+    rank = F.when(
+        is_snap,
+        F.struct(
+            (~F.col("_before")).alias("a"),
+            F.when(F.col("_before"), -F.col("_snap_pos")).otherwise(F.col("_snap_pos")).alias("b"),
+            F.col("event_id").alias("c"),
+        ),
     )
-    cand = cand.withColumn("_rn", F.row_number().over(closest)).where("_rn = 1").drop("_rn")
-    needed = F.col("_before") | F.col("_first_full").isNull() | (F.col("_first_full") > F.col("_snap_pos"))
-    return cand.where(needed).drop("_first_log", "_first_full")
+    rows = rows.withColumn("_rank", rank).withColumn("_best", F.min("_rank").over(w_key))
+    chosen = is_snap & (F.col("_rank") == F.col("_best"))
+    needed = F.col("_first_full").isNull() | (F.col("_first_full") > F.col("_snap_pos"))
+    overlap = F.when(
+        chosen & ~F.col("_before") & needed, F.struct(F.col("_snap_pos").alias("pos"), *[F.col(f) for f in fields])
+    )
+    rows = rows.withColumn("_snap", F.max(overlap).over(w_key))
+    rows = rows.where(~is_snap | (chosen & F.col("_before"))).withColumn(
+        "commit_offset", F.when(is_snap, F.col("_pos")).otherwise(F.col("commit_offset"))
+    )
+    return rows.drop("_snap_pos", "_first_log", "_first_full", "_before", "_rank", "_best")
 
 
 def _kraft_decisions(events: DataFrame) -> DataFrame:
@@ -281,7 +301,7 @@ def _kraft_decisions(events: DataFrame) -> DataFrame:
     partition) sets the whole state and starts a new replay segment.
 
     A dump that starts mid-log (the log before a snapshot is deleted) replays from a snapshot
-    (:func:`snapshot_bases`): a snapshot below the partition's first log record is its starting
+    (:func:`with_snapshot_bases`): a snapshot below the partition's first log record is its starting
     state (a decision row at ``decision_seq`` = the snapshot's last offset, no metadata offset, no
     time); a snapshot the log overlaps gives the epochs of the changes before the first full record
     (the state at the snapshot's offset is known, every change in between is one bump). Without
@@ -290,21 +310,10 @@ def _kraft_decisions(events: DataFrame) -> DataFrame:
     key = ["cluster_id", "topic_id", "partition"]
     full_t = F.col("event_type") == "md_partition"
     log = committed_metadata_records(events, KRAFT_PARTITION_TYPES).withColumn("_pos", F.col("metadata_offset"))
-    bases = snapshot_bases(snapshot_records(events, ("md_partition",)), log, key, full_t)
-    starts = bases.where("_before").withColumn("_pos", F.col("_snap_pos")).withColumn("commit_offset", F.col("_pos"))
-    recs = log.unionByName(starts.drop("_snap_pos", "_before"), allowMissingColumns=True)
-    overlap = bases.where(~F.col("_before")).select(
-        *key,
-        F.struct(
-            F.col("_snap_pos").alias("pos"),
-            "leader",
-            "leader_epoch",
-            "partition_epoch",
-            "isr",
-            "replicas",
-        ).alias("_snap"),
+    recs = with_snapshot_bases(
+        log, snapshot_records(events, ("md_partition",)), key, full_t,
+        ["leader", "leader_epoch", "partition_epoch", "isr", "replicas"],
     )
-    recs = recs.join(F.broadcast(overlap), key, "left")
     # Topic names: a TopicRecord never changes (a recreated topic gets a new id); a snapshot's counts.
     topics = (
         events.where(F.col("event_type") == "md_topic")
@@ -631,26 +640,12 @@ def broker_registrations(events: DataFrame, config: CheckConfig) -> DataFrame:
     # A broker whose log records all follow a snapshot starts from the snapshot's registration
     # (the RegisterBrokerRecord itself was deleted with the log before the snapshot).
     snap = snapshot_records(events, ("md_register_broker",)).where(F.col("broker_id").isNotNull())
-    bases = snapshot_bases(snap, log, key, F.col("event_type") == "md_register_broker")
-    starts = (
-        bases.where("_before")
-        .withColumn("_pos", F.col("_snap_pos"))
-        .withColumn("commit_offset", F.col("_pos"))
-        .drop("_snap_pos", "_before")
-    )
     # A broker whose log overlaps the snapshot without its RegisterBrokerRecord: what no record
     # has stated yet is the snapshot's, after the snapshot's offset.
-    overlap = bases.where(~F.col("_before")).select(
-        *key,
-        F.struct(
-            F.col("_snap_pos").alias("pos"),
-            "broker_epoch",
-            "fenced",
-            "in_controlled_shutdown",
-            "event_id",
-        ).alias("_snap"),
+    recs = with_snapshot_bases(
+        log, snap, key, F.col("event_type") == "md_register_broker",
+        ["broker_epoch", "fenced", "in_controlled_shutdown", "event_id"],
     )
-    recs = log.unionByName(starts, allowMissingColumns=True).join(F.broadcast(overlap), key, "left")
     et = F.col("event_type")
     is_reg = et == "md_register_broker"
     fenced_v = (
