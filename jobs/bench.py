@@ -8,10 +8,11 @@
    and checks (silver -> gold) run one after the other into a fresh lake, each timed on its own.
    A background thread samples /proc for the driver JVM, this Python process and the PySpark
    workers under the JVM, and keeps per-stage peaks.
-3. DuckDB (``--baseline duckdb``), same process: ``benchmarks/duckdb_baseline.py`` parses the
-   same raw files for the main families and runs three core checks with ASOF JOIN over our bronze
-   and silver tables exported as Parquet; ``violations_agree`` says whether both engines found the
-   same violations for those invariants.
+3. DuckDB (``--baseline duckdb``), same process, with as many threads as Spark has cores and a
+   fixed memory limit (both recorded under ``machine.duckdb_settings``):
+   ``benchmarks/duckdb_baseline.py`` parses the same raw files for the main families and runs
+   three core checks with ASOF JOIN over our bronze and silver tables exported as Parquet;
+   ``violations_agree`` says whether both engines found the same violations for those invariants.
 4. A table on the console; with ``--json`` one object with every figure and the machine facts.
 """
 
@@ -23,6 +24,7 @@ import json
 import logging
 import os
 import platform
+import re
 import shutil
 import sys
 import tempfile
@@ -416,6 +418,17 @@ def _ratio(ours: float | None, theirs: float | None) -> float | None:
     return round(ours / theirs, 2)
 
 
+def spark_cores(spark: Any) -> int:
+    """Cores Spark's local master runs tasks on (local[N], local[*], local); else its default parallelism."""
+    master = spark.sparkContext.master or ""
+    m = re.fullmatch(r"local\[(\d+|\*)(?:,\s*\d+)?\]", master)
+    if master == "local":
+        return 1
+    if m:
+        return int(m.group(1)) if m.group(1) != "*" else (os.cpu_count() or 1)
+    return int(spark.sparkContext.defaultParallelism)
+
+
 def machine_facts(spark: Any) -> dict[str, Any]:
     import pyspark
 
@@ -436,6 +449,7 @@ def machine_facts(spark: Any) -> dict[str, Any]:
             "spark.sql.adaptive.enabled")
     return {
         "cores": os.cpu_count(),
+        "spark_cores": spark_cores(spark),
         "memory_gb": round(mem_kb / 1024 / 1024, 1),
         "load_average": [round(x, 2) for x in os.getloadavg()],
         "platform": platform.platform(),
@@ -550,7 +564,11 @@ def run(args: argparse.Namespace) -> int:
         counts = bronze_counts(storage)
         if args.baseline == "duckdb":
             baseline = load_baseline()
-            con = baseline.connect(threads=os.cpu_count())
+            # Same cores as Spark, a fixed memory limit (its default is 80 % of RAM, in this process),
+            # spilling into the scratch directory.
+            con = baseline.connect(threads=spark_cores(spark), memory_limit=baseline.DEFAULT_MEMORY_LIMIT,
+                                   temp_directory=work / "duckdb_tmp")
+            duck["settings"] = {"memory_limit_requested": baseline.DEFAULT_MEMORY_LIMIT, **baseline.settings(con)}
             if "ingest" in requested:
                 started, cpu0 = time.perf_counter(), _self_cpu()
                 duck["parse"] = baseline.parse(con, corpus, work / "duckdb_parsed")
@@ -647,7 +665,8 @@ def run(args: argparse.Namespace) -> int:
         "core_invariants": list(CORE_INVARIANTS),
         "duckdb": {k: v for k, v in duck.items() if k in ("violations",)},
         "baseline": args.baseline,
-        "machine": {**machine_facts(spark), "load_average_at_start": load_at_start},
+        "machine": {**machine_facts(spark), "load_average_at_start": load_at_start,
+                    "duckdb_settings": duck.get("settings")},
         "config": {"driver_memory": config.spark.driver_memory, "master": config.spark.master,
                    "storage_engine": storage.engine, "spark_conf": config.spark.conf},
     }

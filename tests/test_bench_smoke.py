@@ -91,6 +91,10 @@ def test_bench_smoke_emits_every_field(spark, bench, capsys):
     assert result["stages"]["checks"]["core_seconds"] is not None
     for fact in ("cores", "memory_gb", "spark_version", "duckdb_version"):
         assert result["machine"][fact] is not None
+    # DuckDB runs in this process: its threads and memory limit are set, never its defaults
+    duck = result["machine"]["duckdb_settings"]
+    assert duck["threads"] == result["machine"]["spark_cores"] and duck["memory_limit_requested"]
+    assert duck["memory_limit"]
     assert result["corpus"]["actual_lines"] > 0 and result["corpus"]["deviation_pct"] is not None
     written = list(out.glob("bench-*.json"))
     assert len(written) == 1 and json.loads(written[0].read_text())["events"] == 3000
