@@ -317,8 +317,11 @@ class DeltaRsStorage:
 
         One Parquet scan over every file, whatever the number of partitions (a plan of one union
         branch per partition grew with the history). Partition values live in the Delta log, not
-        in the files: they are attached by a broadcast join of each row's file to a small (file,
-        partition values) table, the values cast to the table's types. The file is the scan's
+        in the files. Files in the table's own Hive directories (``<table>/k=v/...``, where the
+        writer puts them) get them from their paths: Spark's partition discovery under one base
+        path, no per-row work. A table with files elsewhere (written before that: one directory per
+        write) gets them by a broadcast join of each row's file to a small (file, partition values)
+        table, the values cast to the table's types. The file is the scan's
         ``_metadata.file_path`` column, not ``input_file_name()``: that expression is
         nondeterministic, and a filter above it is never pushed into the scan (every check's
         ``event_type`` filter then read and joined every row of bronze).
@@ -329,6 +332,14 @@ class DeltaRsStorage:
         if not files:
             empty = self.spark.createDataFrame([], schema)
             return empty.withColumn("_file", F.lit(None).cast("string")) if keep_file else empty
+        table_dir = os.path.abspath(self.path(table))
+        in_layout = HIVE_LAYOUT_READS and all(_in_hive_layout(_norm_uri(u), table_dir, part_cols) for u, _ in files)
+        if part_cols and in_layout:
+            # Every file under <table>/k=v/...: Spark reads the partition values from the paths.
+            scan = self.spark.read.schema(schema).option("basePath", table_dir).parquet(*[u for u, _ in files])
+            if keep_file:
+                scan = scan.withColumn("_file", F.col("_metadata.file_path"))
+            return scan.select(*out_cols)
         data_schema = StructType([f for f in schema.fields if f.name not in part_cols])
         scan = self.spark.read.schema(data_schema).parquet(*[u for u, _ in files])
         if not part_cols and not keep_file:
@@ -427,15 +438,25 @@ class DeltaRsStorage:
         writer.parquet(str(target))
         adds = []
         file_schema: pa.Schema | None = None
-        for full in sorted(p for p in target.rglob("*") if p.is_file()):
-            if not full.name.endswith(".parquet"):
-                full.unlink()  # _SUCCESS and .crc side files are not table data
+        for written in sorted(p for p in target.rglob("*") if p.is_file()):
+            if not written.name.endswith(".parquet"):
+                written.unlink()  # _SUCCESS and .crc side files are not table data
                 continue
-            rel = full.relative_to(table_dir).as_posix()
+            segments = written.relative_to(target).parts[:-1]
             values: dict[str, str | None] = {}
-            for segment in full.relative_to(target).parts[:-1]:
+            for segment in segments:
                 key, _, raw = segment.partition("=")
                 values[key] = None if raw == "__HIVE_DEFAULT_PARTITION__" else unquote(raw)
+            full = written
+            if part_cols:
+                # Into the table's own Hive directories (<table>/k=v/.../<write>-<file>): every file
+                # of the table then sits under one base path, and a read lets Spark take the
+                # partition values from the directories (pruning, no join). Uncommitted until the
+                # commit below, so a crash leaves only files no Delta log names.
+                full = table_dir.joinpath(*segments) / f"{write_dir}-{written.name}"
+                full.parent.mkdir(parents=True, exist_ok=True)
+                written.rename(full)
+            rel = full.relative_to(table_dir).as_posix()
             meta = pq.read_metadata(full)
             if file_schema is None or file_schema.names == []:
                 file_schema = meta.schema.to_arrow_schema()
@@ -451,6 +472,9 @@ class DeltaRsStorage:
                 )
             )
         if part_cols:
+            import shutil
+
+            shutil.rmtree(target, ignore_errors=True)  # the emptied write directory
             # Partition columns are not in the files: the table schema is the DataFrame's.
             # An empty partitioned write leaves no file at all: nothing to add then.
             schema = to_arrow_schema(df.schema)
@@ -589,6 +613,18 @@ def _raw_uris(files_df: DataFrame) -> list[str]:
 
 
 _URI_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+:")
+# Read partition values from the directories when every file is in the table's Hive layout (tests
+# turn it off to exercise the join every older table takes).
+HIVE_LAYOUT_READS = True
+
+
+def _in_hive_layout(path: str, table_dir: str, part_cols: list[str]) -> bool:
+    """Whether ``path`` is ``<table_dir>/<c1>=.../<c2>=.../<file>`` for the partition columns in order
+    (files written since the writer moves them there; older tables keep a per-write directory)."""
+    parts = Path(os.path.relpath(path, table_dir)).parts
+    return len(parts) == len(part_cols) + 1 and all(
+        part.startswith(f"{c}=") for part, c in zip(parts, part_cols, strict=False)
+    )
 
 
 def _norm_uri(uri: str) -> str:

@@ -202,7 +202,17 @@ def _all_added_paths(store, table) -> set[str]:
     return paths
 
 
-def test_partitioned_read_is_one_scan_with_exact_values(spark, store):
+@pytest.fixture(params=["hive-layout", "joined"])
+def read_path(request, monkeypatch):
+    """Both ways a partitioned table is read: partition values from the Hive directories the
+    writer uses, or joined on the file (every table written before that layout)."""
+    import jobs.storage as storage_module
+
+    monkeypatch.setattr(storage_module, "HIVE_LAYOUT_READS", request.param == "hive-layout")
+    return request.param
+
+
+def test_partitioned_read_is_one_scan_with_exact_values(spark, store, read_path):
     rows = _tricky_events(spark, store)
     dt = DeltaTable(store.path("bronze/events"))
     assert dt.metadata().partition_columns == ["cluster_id", "event_date"]
@@ -222,6 +232,23 @@ def test_partitioned_read_is_one_scan_with_exact_values(spark, store):
         (100 + 10 * d + k,) for d in range(5) for k in range(2)]
 
 
+def test_writes_land_in_the_tables_hive_directories_and_reads_prune_them(spark, store):
+    """New files sit under <table>/cluster_id=.../event_date=.../ (no per-write directory): the read
+    takes the partition values from the paths (no join) and prunes files on partition filters."""
+    from pathlib import Path
+
+    _tricky_events(spark, store)
+    table = Path(store.path("bronze/events"))
+    files = [p.relative_to(table).parts for p in table.rglob("*.parquet")]
+    assert files and all(len(parts) == 3 and parts[0].startswith("cluster_id=")
+                         and parts[1].startswith("event_date=") for parts in files), files
+    assert not [p for p in table.iterdir() if p.name.startswith("part-")]
+    df = store.read("bronze/events").where(F.col("cluster_id") == "x=y")
+    plan = df._jdf.queryExecution().executedPlan().toString()
+    assert "Join" not in plan and "PartitionFilters: [isnotnull(cluster_id" in plan, plan
+    assert df.count() == 10
+
+
 def test_read_fast_path_matches_what_spark_names_the_files(spark, store):
     """The scan's _metadata.file_path (and input_file_name()) of every row is among the forms
     _spark_file_uris predicts."""
@@ -236,7 +263,7 @@ def test_read_fast_path_matches_what_spark_names_the_files(spark, store):
         assert len(actual) == len(dt.file_uris()) and actual <= predicted
 
 
-def test_read_of_a_partitioned_table_keeps_filter_pushdown(spark, store):
+def test_read_of_a_partitioned_table_keeps_filter_pushdown(spark, store, read_path):
     """A filter on a data column reaches the Parquet scan (row groups skipped, rows filtered in the
     reader) even though the partition values are joined on the row's file: input_file_name() would
     have blocked it (nondeterministic), and every check's event_type filter would read all of bronze."""
@@ -249,6 +276,7 @@ def test_read_of_a_partitioned_table_keeps_filter_pushdown(spark, store):
 def test_read_falls_back_to_normalised_paths_and_never_drops_a_row(spark, store, monkeypatch):
     import jobs.storage as storage_module
 
+    monkeypatch.setattr(storage_module, "HIVE_LAYOUT_READS", False)
     rows = _tricky_events(spark, store)
     # the fast path misses every file: the normalised comparison still attaches the right values
     monkeypatch.setattr(storage_module, "_spark_file_uris", lambda path: [f"nowhere:{path}"])
