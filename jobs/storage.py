@@ -315,9 +315,9 @@ class DeltaRsStorage:
         """A DataFrame over ``files`` ((uri, partition values)) of ``dt``, in the table's column order;
         plus ``_file``, the file each row was read from, when ``keep_file``.
 
-        One Parquet scan over every file, whatever the number of partitions (a plan of one union
-        branch per partition grew with the history). Partition values live in the Delta log, not
-        in the files. Files in the table's own Hive directories (``<table>/k=v/...``, where the
+        One Parquet scan per file layout (at most two), whatever the number of partitions (a plan
+        of one union branch per partition grew with the history). Partition values live in the
+        Delta log, not in the files. Files in the table's own Hive directories (``<table>/k=v/...``, where the
         writer puts them) get them from their paths: Spark's partition discovery under one base
         path, no per-row work. A table with files elsewhere (written before that: one directory per
         write) gets them by a broadcast join of each row's file to a small (file, partition values)
@@ -333,13 +333,26 @@ class DeltaRsStorage:
             empty = self.spark.createDataFrame([], schema)
             return empty.withColumn("_file", F.lit(None).cast("string")) if keep_file else empty
         table_dir = os.path.abspath(self.path(table))
-        in_layout = HIVE_LAYOUT_READS and all(_in_hive_layout(_norm_uri(u), table_dir, part_cols) for u, _ in files)
-        if part_cols and in_layout:
-            # Every file under <table>/k=v/...: Spark reads the partition values from the paths.
-            scan = self.spark.read.schema(schema).option("basePath", table_dir).parquet(*[u for u, _ in files])
+        hive = [f for f in files if _in_hive_layout(_norm_uri(f[0]), table_dir, part_cols)] if (
+            part_cols and HIVE_LAYOUT_READS) else []
+        if hive:
+            # Files under <table>/k=v/...: Spark reads the partition values from the paths.
+            scan = self.spark.read.schema(schema).option("basePath", table_dir).parquet(*[u for u, _ in hive])
             if keep_file:
                 scan = scan.withColumn("_file", F.col("_metadata.file_path"))
-            return scan.select(*out_cols)
+            native = scan.select(*out_cols)
+            older = [f for f in files if f not in hive]
+            if not older:
+                return native
+            # A table written before that layout: its older files go through the join (one union).
+            return native.unionByName(self._joined_read(table, schema, part_cols, older, keep_file))
+        return self._joined_read(table, schema, part_cols, files, keep_file)
+
+    def _joined_read(
+        self, table: str, schema: StructType, part_cols: list[str], files: list[tuple[str, dict]], keep_file: bool
+    ) -> DataFrame:
+        """``files`` read in one scan, their partition values joined on each row's file (see _read_files)."""
+        out_cols = schema.fieldNames() + (["_file"] if keep_file else [])
         data_schema = StructType([f for f in schema.fields if f.name not in part_cols])
         scan = self.spark.read.schema(data_schema).parquet(*[u for u, _ in files])
         if not part_cols and not keep_file:
@@ -448,7 +461,7 @@ class DeltaRsStorage:
                 key, _, raw = segment.partition("=")
                 values[key] = None if raw == "__HIVE_DEFAULT_PARTITION__" else unquote(raw)
             full = written
-            if part_cols:
+            if part_cols and HIVE_LAYOUT_WRITES:
                 # Into the table's own Hive directories (<table>/k=v/.../<write>-<file>): every file
                 # of the table then sits under one base path, and a read lets Spark take the
                 # partition values from the directories (pruning, no join). Uncommitted until the
@@ -472,9 +485,10 @@ class DeltaRsStorage:
                 )
             )
         if part_cols:
-            import shutil
+            if HIVE_LAYOUT_WRITES:
+                import shutil
 
-            shutil.rmtree(target, ignore_errors=True)  # the emptied write directory
+                shutil.rmtree(target, ignore_errors=True)  # the emptied write directory
             # Partition columns are not in the files: the table schema is the DataFrame's.
             # An empty partitioned write leaves no file at all: nothing to add then.
             schema = to_arrow_schema(df.schema)
@@ -613,8 +627,10 @@ def _raw_uris(files_df: DataFrame) -> list[str]:
 
 
 _URI_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+:")
-# Read partition values from the directories when every file is in the table's Hive layout (tests
-# turn it off to exercise the join every older table takes).
+# Partitioned tables: files are moved into the table's Hive directories, and files found there are
+# read with their partition values from the paths. Tests turn these off to make and read the
+# per-write layout of tables written before (read with the join).
+HIVE_LAYOUT_WRITES = True
 HIVE_LAYOUT_READS = True
 
 

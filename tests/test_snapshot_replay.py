@@ -7,7 +7,8 @@ registrations.
 - Generated: a KRaft history is replayed whole (the oracle); the same history with its log cut at a
   batch boundary plus a snapshot of the state at an end offset at or after the cut (the kept log
   starting at the snapshot's end or overlapping it, as Kafka's log cleaner leaves it) must give the
-  same states from the snapshot on, and Spark must match the pure-Python model on it.
+  same states from the snapshot on (the model, many cuts); Spark is compared with the model on such
+  cut histories, timeline and every check, in test_differential_full.
 """
 
 from __future__ import annotations
@@ -15,14 +16,11 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from hypothesis import given
-from hypothesis import strategies as st
-
 from reference_model.model import broker_states
 from reference_model.timeline import partition_timeline as model_timeline
-from tests.c1_events import History, to_df
-from tests.helpers import lines_from_text, release_spark_memory
-from tests.test_differential_c1 import SETTINGS, kraft_history
+from tests.c1_events import History
+from tests.helpers import lines_from_text
+from tests.test_differential_c1 import kraft_history
 from transforms.invariants.base import CheckConfig
 from transforms.parse import finish_events
 from transforms.parse.metadata_dump import parse_metadata_dump
@@ -88,48 +86,6 @@ def cut_with_snapshot(full: History, rnd: random.Random) -> tuple[list[dict], in
                 in_controlled_shutdown=r["in_controlled_shutdown"])
     # the topic name lives only in the snapshot once the log's TopicRecord is cut
     return [r for r in rows if r["event_type"] != "md_topic"] + snap.rows, cut, end
-
-
-@SETTINGS
-@given(st.lists(st.integers(0, 2**31), min_size=6, max_size=6, unique=True))
-def test_cut_log_with_snapshot_replays_like_the_whole_log(spark, seeds):
-    cases = []
-    for seed in seeds:
-        full = kraft_history(seed)
-        rows, cut, end = cut_with_snapshot(full, random.Random(seed))
-        cases.append((full, rows, cut, end))
-    all_rows = [r for _, rows, _, _ in cases for r in rows]
-    events = to_df(spark, all_rows)
-    try:
-        got_tl = [r.asDict() for r in partition_timeline(events, CheckConfig()).collect()]
-        got_br = [r.asDict() for r in broker_registrations(events, CheckConfig()).collect()]
-    finally:
-        release_spark_memory(spark)
-    for full, rows, cut, end in cases:
-        c = full.cluster_id
-        want = model_timeline(rows)
-        mine = sorted((r for r in got_tl if r["cluster_id"] == c), key=lambda r: r["decision_seq"])
-        # Spark == the model on the cut log
-        assert [tuple(map(_t, (r[k] for k in ("decision_seq", "topic", *STATE)))) for r in mine] == [
-            tuple(map(_t, (r[k] for k in ("decision_seq", "topic", *STATE)))) for r in sorted(
-                want, key=lambda r: r["decision_seq"])
-        ], (c, cut, end)
-        # and the cut log + snapshot gives the whole log's states from where both hold
-        whole = {r["decision_seq"]: r for r in model_timeline(full.rows)}
-        start = max(cut, end)
-        for r in mine:
-            if r["decision_seq"] >= start:
-                assert tuple(map(_t, (r[k] for k in STATE))) == tuple(
-                    map(_t, (whole[r["decision_seq"]][k] for k in STATE))), (c, cut, end, r)
-            assert r["topic"] == "orders"
-        assert any(r["leader_epoch"] is not None for r in mine) or not mine
-        regs_want = sorted(
-            ((r["broker_id"], r["commit_offset"], r["broker_epoch"], r["fenced"], r["in_controlled_shutdown"])
-             for r in broker_states(rows)), key=str)
-        regs_got = sorted(
-            ((r["broker_id"], r["commit_offset"], r["broker_epoch"], r["fenced"], r["in_controlled_shutdown"])
-             for r in got_br if r["cluster_id"] == c), key=str)
-        assert regs_got == regs_want, (c, cut, end)
 
 
 def _t(v):

@@ -249,6 +249,23 @@ def test_writes_land_in_the_tables_hive_directories_and_reads_prune_them(spark, 
     assert df.count() == 10
 
 
+def test_a_table_with_files_of_both_layouts_reads_exactly(spark, store, monkeypatch):
+    """A lake written before the Hive layout keeps its per-write files: they go through the join,
+    files written since through the paths; the read is the union of the two, exact."""
+    import jobs.storage as storage_module
+
+    monkeypatch.setattr(storage_module, "HIVE_LAYOUT_WRITES", False)
+    old_rows = _tricky_events(spark, store)
+    monkeypatch.setattr(storage_module, "HIVE_LAYOUT_WRITES", True)
+    new_rows = [(f"n-{r[0]}", *r[1:]) for r in old_rows]
+    store.append("bronze/events", spark.createDataFrame(new_rows, TRICKY_SCHEMA))
+    df = store.read("bronze/events")
+    assert sorted(tuple(r) for r in df.collect()) == sorted(old_rows + new_rows)
+    assert df._jdf.queryExecution().analyzed().toString().count("Union") == 1
+    assert _rows(store.read_where("bronze/events", "cluster_id", ["x=y"]), "n") == sorted(
+        [(100 + 10 * d + k,) for d in range(5) for k in range(2)] * 2)
+
+
 def test_read_fast_path_matches_what_spark_names_the_files(spark, store):
     """The scan's _metadata.file_path (and input_file_name()) of every row is among the forms
     _spark_file_uris predicts."""
