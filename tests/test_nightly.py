@@ -131,6 +131,24 @@ def week(tmp_path_factory) -> tuple[Path, list[dict[str, bytes]]]:
     return root, drops
 
 
+@pytest.fixture(scope="module")
+def whole_run(spark, week) -> tuple[Path, Path]:
+    """(tree, lake): every drop delivered night by night, then one run over the whole tree.
+
+    The reference of both the week split and the kill-and-rerun test (one run less in CI).
+    """
+    root, drops = week
+    tree, lake = root / "tree-whole", root / "lake-whole"
+    for night, drop in zip(NIGHTS, drops, strict=True):
+        deliver(tree, drop, night)
+    assert main(["run", "--input", str(tree), "--lake", str(lake), "--run-id", "whole", "--json"]) in (0, 3)
+    return tree, lake
+
+
+def tree_files(tree: Path) -> dict[str, tuple[bytes, float]]:
+    return {p.relative_to(tree).as_posix(): (p.read_bytes(), p.stat().st_mtime) for p in tree.rglob("*") if p.is_file()}
+
+
 # --- comparing lakes ----------------------------------------------------------------------------
 
 
@@ -159,8 +177,9 @@ def _content(row: dict) -> dict:
 
 
 @pytest.mark.slow  # 3 nightly runs + 1 whole run (about 1 min each on a quiet 2-core box)
-def test_nightly_runs_find_exactly_the_violations_of_one_run(spark, week, tmp_path, capsys):
+def test_nightly_runs_find_exactly_the_violations_of_one_run(spark, week, whole_run, capsys):
     root, drops = week
+    capsys.readouterr()  # the whole run's summary
     tree, lake = root / "tree", root / "lake-nightly"
     new_per_night = []
     for night, drop in zip(NIGHTS, drops, strict=True):
@@ -172,9 +191,8 @@ def test_nightly_runs_find_exactly_the_violations_of_one_run(spark, week, tmp_pa
         assert code in (0, 3)
         new_per_night.append(sum(v["count"] for v in summary["stages"]["check"]["violations"]))
 
-    whole = root / "lake-whole"
-    main(["run", "--input", str(tree), "--lake", str(whole), "--run-id", "whole", "--json"])
-    capsys.readouterr()
+    whole_tree, whole = whole_run
+    assert tree_files(tree) == tree_files(whole_tree)  # the same bytes, delivered on the same nights
 
     nightly, once = violations(lake), violations(whole)
     assert once, "the sample holds violations"
@@ -256,14 +274,11 @@ def _run_subprocess(argv: list[str], crash_at: str | None, log: Path) -> int:
     return code
 
 
-@pytest.mark.slow  # 1 clean + 4 killed + 1 completing run, as subprocesses
-def test_killed_runs_rerun_to_the_same_tables(week, tmp_path):
-    _, drops = week
-    tree = tmp_path / "tree"
-    deliver(tree, drops[-1], NIGHTS[-1])  # the whole sample
-    clean, crashed = tmp_path / "clean", tmp_path / "crashed"
+@pytest.mark.slow  # 4 killed + 1 completing run, as subprocesses; the clean run is the in-process whole run
+def test_killed_runs_rerun_to_the_same_tables(whole_run, tmp_path):
+    tree, clean = whole_run  # an uninterrupted run over the same tree
+    crashed = tmp_path / "crashed"
     log = tmp_path / "runs.log"
-    assert _run_subprocess(["run", "--input", str(tree), "--lake", str(clean)], None, log) in (0, 3)
     for point in CRASH_POINTS:
         code = _run_subprocess(["run", "--input", str(tree), "--lake", str(crashed)], point, log)
         assert code == -signal.SIGKILL, f"the run was not killed at {point} (exit {code}): {log.read_text()[-2000:]}"
