@@ -156,31 +156,95 @@ def snapshot_records(events: Iterable[Event], types: tuple[str, ...]) -> list[Ev
     return list(picked.values())
 
 
-def snapshot_bases(snap: list[Event], log: list[Event], key: Any, full_type: str) -> dict[tuple, Event]:
-    """Per key, the snapshot record that completes its log replay (transforms.timelines.with_snapshot_bases).
+def covered_intervals(events: Iterable[Event]) -> dict[Any, list[tuple[int, int]]]:
+    """Per cluster with batch headers, the merged offset intervals its metadata dumps cover
+    (transforms.timelines.covered_intervals): batch ranges and records' own offsets, merged when
+    they overlap or touch. A cluster without any batch header is absent (assumed contiguous)."""
+    spans: dict[Any, list[tuple[int, int]]] = defaultdict(list)
+    headers: set[Any] = set()
+    for e in events:
+        o = e.get("metadata_offset")
+        if o is None and e["event_type"] == "md_batch":
+            o = e.get("offset")  # a batch header's base
+        if not e["event_type"].startswith("md_") or o is None:
+            continue
+        lo = min(o if e.get("offset") is None else e["offset"], o)
+        hi = next((v for v in (e.get("last_offset"), e.get("offset")) if v is not None), o)
+        spans[e.get("cluster_id")].append((lo, max(hi, o)))
+        if e["event_type"] == "md_batch":
+            headers.add(e.get("cluster_id"))
+    out: dict[Any, list[tuple[int, int]]] = {}
+    for c in headers:
+        merged: list[list[int]] = []
+        for lo, hi in sorted(spans[c]):
+            if merged and lo <= merged[-1][1] + 1:
+                merged[-1][1] = max(merged[-1][1], hi)
+            else:
+                merged.append([lo, hi])
+        out[c] = [(s, e) for s, e in merged]
+    return out
 
-    The latest snapshot below the key's first log record (``_before``: the starting state), else
-    the earliest one at or after it, used only while the log has no full record up to it.
+
+def covered_interval(ivs: dict[Any, list[tuple[int, int]]], cluster: Any, pos: int, slack: int) -> int:
+    """The start of the covered interval holding ``pos`` (widened by ``slack`` below its start: a
+    snapshot ending where the interval starts belongs to it); -2 - pos outside every interval; 0 in
+    a cluster without batch headers (transforms.timelines.with_covered_interval)."""
+    if cluster not in ivs:
+        return 0
+    for s, e in ivs[cluster]:
+        if s - slack <= pos <= e:
+            return s
+    return -2 - pos
+
+
+def replay_segments(
+    snap: list[Event], log: list[Event], key: Any, full_type: str, ivs: dict[Any, list[tuple[int, int]]]
+) -> dict[tuple, list[tuple[Event, int, Event | None]]]:
+    """Per key, its replay rows in order as (row, segment, serving snapshot or None)
+    (transforms.timelines.with_snapshot_bases).
+
+    Rows: the log records (``_pos`` = offset) and the starting snapshot row (the latest snapshot
+    below the key's first log record, ``_pos`` = ``commit_offset`` = its last offset). A full record
+    (``full_type``, the starting row included) starts a segment; so does a row whose previous row
+    lies in another covered interval (a hole between them). A segment without a full record takes
+    the earliest snapshot at or after the key's first log record that falls into it (same covered
+    interval, before the next full record).
     """
-    firsts: dict[tuple, list] = {}
+    logs: dict[tuple, list[Event]] = defaultdict(list)
     for r in log:
-        f = firsts.setdefault(key(r), [None, None])
-        o = r["metadata_offset"]
-        f[0] = o if f[0] is None else min(f[0], o)
-        if r["event_type"] == full_type:
-            f[1] = o if f[1] is None else min(f[1], o)
-    best: dict[tuple, tuple] = {}
+        logs[key(r)].append(r)
+    snaps: dict[tuple, list[Event]] = defaultdict(list)
     for s in snap:
-        k = key(s)
-        first_log, first_full = firsts.get(k, [None, None])
-        before = first_log is None or s["_snap_pos"] < first_log
-        rank = (0, -s["_snap_pos"], s["event_id"]) if before else (1, s["_snap_pos"], s["event_id"])
-        if k not in best or rank < best[k][0]:
-            best[k] = (rank, {**s, "_before": before}, first_full)
-    return {
-        k: s for k, (_, s, first_full) in best.items()
-        if s["_before"] or first_full is None or first_full > s["_snap_pos"]
-    }
+        snaps[key(s)].append(s)
+    out: dict[tuple, list[tuple[Event, int, Event | None]]] = {}
+    for k in list(logs) + [k for k in snaps if k not in logs]:
+        first_log = min((r["_pos"] for r in logs.get(k, [])), default=None)
+        below = [s for s in snaps.get(k, []) if first_log is None or s["_snap_pos"] < first_log]
+        rows: list[tuple[Event, bool]] = [(r, False) for r in logs.get(k, [])]
+        if below:
+            start = min(below, key=lambda s: (-s["_snap_pos"], s["event_id"]))
+            rows.append(({**start, "_pos": start["_snap_pos"], "commit_offset": start["_snap_pos"]}, False))
+        rows += [({**s, "_pos": s["_snap_pos"]}, True) for s in snaps.get(k, [])
+                 if first_log is not None and s["_snap_pos"] >= first_log]
+        rows.sort(key=lambda x: (x[0]["_pos"], x[1], x[0]["event_id"]))
+        segs: list[list[tuple[Event, bool]]] = []
+        prev_cov = None
+        for r, cand in rows:
+            cov = covered_interval(ivs, r["cluster_id"], r["_pos"], 1 if r.get("_snap_pos") is not None else 0)
+            full = not cand and r["event_type"] == full_type
+            if not segs or full or cov != prev_cov:
+                segs.append([])
+            segs[-1].append((r, cand))
+            prev_cov = cov
+        res: list[tuple[Event, int, Event | None]] = []
+        for i, seg in enumerate(segs):
+            has_full = any(not cand and r["event_type"] == full_type for r, cand in seg)
+            cands = [r for r, cand in seg if cand]
+            serving = None if has_full or not cands else min(cands, key=lambda s: (s["_pos"], s["event_id"]))
+            res += [(r, i, serving) for r, cand in seg if not cand]
+        if res:
+            out[k] = res
+    return out
 
 
 def replay_partitions(events: list[Event]) -> list[tuple[Event, dict[str, Any]]]:
@@ -188,42 +252,37 @@ def replay_partitions(events: list[Event]) -> list[tuple[Event, dict[str, Any]]]
 
     PartitionRegistration.merge; a snapshot below a partition's first log record is its starting
     state (a record at the snapshot's last offset, ``commit_offset`` there, no metadata offset); a
-    snapshot the log overlaps gives the epochs of the changes before the first PartitionRecord.
+    segment without a PartitionRecord (the log's start, or after a hole in the dumped log) has
+    unknown epochs unless a snapshot serves it (:func:`replay_segments`): the bumps between the
+    segment's start and the snapshot's offset are counted back from it.
     """
     def key(r: Event) -> tuple:
         return (r["cluster_id"], r.get("topic_id"), r.get("partition"))
 
     types = ("md_partition", "md_partition_change")
     log = [{**r, "_pos": r["metadata_offset"]} for r in committed_metadata(events, types)]
-    bases = snapshot_bases(snapshot_records(events, ("md_partition",)), log, key, "md_partition")
-    starts = [{**s, "_pos": s["_snap_pos"], "commit_offset": s["_snap_pos"]} for s in bases.values() if s["_before"]]
-    recs = log + starts
-    recs.sort(key=lambda r: (str(r["cluster_id"]), str(r.get("topic_id")), r.get("partition") is not None,
-                             r.get("partition") or 0, r["_pos"]))
+    segs = replay_segments(snapshot_records(events, ("md_partition",)), log, key, "md_partition",
+                           covered_intervals(events))
     fields = ("leader", "leader_epoch", "partition_epoch", "isr", "replicas")
-    by_key: dict[tuple, list[Event]] = defaultdict(list)
-    for r in recs:
-        by_key[key(r)].append(r)
+
+    def order(k: tuple) -> tuple:
+        return (str(k[0]), str(k[1]), k[2] is not None, k[2] or 0)
+
     out: list[tuple[Event, dict[str, Any]]] = []
-    for k, rows in by_key.items():
-        snap = bases.get(k) if bases.get(k) and not bases[k]["_before"] else None
-        if snap is not None:  # segment 0's epochs from the snapshot: count the bumps up to it
-            le_at = pe_at = 0
-            for r in rows:
-                if r["event_type"] == "md_partition" or r["_pos"] > snap["_snap_pos"]:
-                    break
-                pe_at += 1
-                le_at += int(r.get("leader") is not None and r["leader"] != -2)
-            le0 = None if snap.get("leader_epoch") is None else snap["leader_epoch"] - le_at
-            pe0 = None if snap.get("partition_epoch") is None else snap["partition_epoch"] - pe_at
-        else:
-            le0 = pe0 = None
-        s: dict[str, Any] = {"leader": None, "leader_epoch": le0, "partition_epoch": pe0, "isr": None, "replicas": None}
-        seg0 = True
-        for r in rows:
+    for k in sorted(segs, key=order):
+        rows = segs[k]
+        s: dict[str, Any] = {}
+        for i, (r, seg, snap) in enumerate(rows):
+            if (i == 0 or seg != rows[i - 1][1]) and r["event_type"] != "md_partition":  # starts unknown
+                le0 = pe0 = None
+                if snap is not None:  # the epochs from the snapshot: count the bumps up to it
+                    mine = [x for x, g, _ in rows if g == seg and x["_pos"] <= snap["_snap_pos"]]
+                    le_at = sum(int(x.get("leader") is not None and x["leader"] != -2) for x in mine)
+                    le0 = None if snap.get("leader_epoch") is None else snap["leader_epoch"] - le_at
+                    pe0 = None if snap.get("partition_epoch") is None else snap["partition_epoch"] - len(mine)
+                s = {"leader": None, "leader_epoch": le0, "partition_epoch": pe0, "isr": None, "replicas": None}
             if r["event_type"] == "md_partition":  # the whole state: a new segment
                 s = {x: r.get(x) for x in fields}
-                seg0 = False
             else:
                 s = dict(s)
                 if r.get("leader") is not None and r["leader"] != -2:
@@ -234,7 +293,7 @@ def replay_partitions(events: list[Event]) -> list[tuple[Event, dict[str, Any]]]
                     if r.get(x) is not None:
                         s[x] = r[x]
             shown = dict(s)
-            if seg0 and snap is not None and r["_pos"] > snap["_snap_pos"]:
+            if snap is not None and r["_pos"] > snap["_snap_pos"]:
                 for x in ("leader", "isr", "replicas"):  # not set by a change yet: the snapshot's
                     if shown[x] is None:
                         shown[x] = snap.get(x)
@@ -301,71 +360,63 @@ def broker_states(events: Iterable[Event]) -> list[Event]:
     events = list(events)
     recs = [{**r, "_pos": r["metadata_offset"]} for r in committed_metadata(events, BROKER_TYPES)
             if r.get("broker_id") is not None]
-    # a broker whose log records all follow a snapshot starts from the snapshot's registration
+    # a broker whose log records all follow a snapshot starts from the snapshot's registration; a
+    # segment without a RegisterBrokerRecord (the log's start, or after a hole in the dumped log)
+    # starts unknown: what no record of it has stated yet is its serving snapshot's, after its offset
     snap = [r for r in snapshot_records(events, ("md_register_broker",)) if r.get("broker_id") is not None]
-    starts = snapshot_bases(snap, recs, lambda r: (r["cluster_id"], r["broker_id"]), "md_register_broker")
-    recs += [{**r, "_pos": r["_snap_pos"], "commit_offset": r["_snap_pos"]} for r in starts.values() if r["_before"]]
-    # overlapped by the log: what no record has stated yet is the snapshot's, after its offset
-    overlap = {k: r for k, r in starts.items() if not r["_before"]}
-    recs.sort(key=lambda r: (r["cluster_id"], r["broker_id"], r["_pos"]))
+    segs = replay_segments(snap, recs, lambda r: (r["cluster_id"], r["broker_id"]), "md_register_broker",
+                           covered_intervals(events))
+    unknown = dict.fromkeys(("broker_epoch", "registered_at_offset", "registered_at_time", "registration_event_id",
+                             "fenced", "in_controlled_shutdown"))
     out: list[Event] = []
-    state: dict[tuple, dict[str, Any]] = {}
-    for r in recs:
-        key = (r["cluster_id"], r["broker_id"])
-        s = dict(
-            state.get(key)
-            or {
-                "broker_epoch": None,
-                "registered_at_offset": None,
-                "registered_at_time": None,
-                "registration_event_id": None,
-                "fenced": None,
-                "in_controlled_shutdown": None,
-            }
-        )
-        t = r["event_type"]
-        if t != "md_unregister_broker" and r.get("broker_epoch") is not None:
-            s["broker_epoch"] = r["broker_epoch"]
-        if t == "md_register_broker":
-            s.update(
-                registered_at_offset=r.get("metadata_offset"),
-                registered_at_time=r.get("event_time"),
-                registration_event_id=r["event_id"],
-                fenced=True if r.get("fenced") is None else r["fenced"],
-                in_controlled_shutdown=bool(r.get("in_controlled_shutdown")),
+    for key in sorted(segs):
+        s: dict[str, Any] = {}
+        prev_seg = None
+        for r, seg, base in segs[key]:
+            # a new segment: nothing is carried over a hole (or past a new registration)
+            s = dict(unknown) if seg != prev_seg else dict(s)
+            prev_seg = seg
+            t = r["event_type"]
+            if t != "md_unregister_broker" and r.get("broker_epoch") is not None:
+                s["broker_epoch"] = r["broker_epoch"]
+            if t == "md_register_broker":
+                s.update(
+                    registered_at_offset=r.get("metadata_offset"),
+                    registered_at_time=r.get("event_time"),
+                    registration_event_id=r["event_id"],
+                    fenced=True if r.get("fenced") is None else r["fenced"],
+                    in_controlled_shutdown=bool(r.get("in_controlled_shutdown")),
+                )
+            elif t in ("md_unregister_broker", "md_fence_broker"):
+                s.update(fenced=True, in_controlled_shutdown=False)
+            elif t == "md_unfence_broker":
+                s["fenced"] = False
+            else:  # BrokerRegistrationChangeRecord: only the fields it changes
+                if r.get("fenced") is not None:
+                    s["fenced"] = r["fenced"]
+                if r.get("fenced") is True:
+                    s["in_controlled_shutdown"] = False
+                elif r.get("in_controlled_shutdown") is True:
+                    s["in_controlled_shutdown"] = True
+            shown = dict(s)
+            if base is not None and r["_pos"] > base["_snap_pos"]:
+                for mine, theirs in (("broker_epoch", "broker_epoch"), ("fenced", "fenced"),
+                                     ("in_controlled_shutdown", "in_controlled_shutdown"),
+                                     ("registration_event_id", "event_id")):
+                    if shown[mine] is None:
+                        shown[mine] = base.get(theirs)
+            shown["in_controlled_shutdown"] = bool(shown["in_controlled_shutdown"])
+            out.append(
+                {
+                    "cluster_id": r["cluster_id"],
+                    "broker_id": r["broker_id"],
+                    "metadata_offset": r.get("metadata_offset"),
+                    "commit_offset": r["commit_offset"],
+                    "event_id": r["event_id"],
+                    "event_time": r.get("event_time"),
+                    **shown,
+                }
             )
-        elif t in ("md_unregister_broker", "md_fence_broker"):
-            s.update(fenced=True, in_controlled_shutdown=False)
-        elif t == "md_unfence_broker":
-            s["fenced"] = False
-        else:  # BrokerRegistrationChangeRecord: only the fields it changes
-            if r.get("fenced") is not None:
-                s["fenced"] = r["fenced"]
-            if r.get("fenced") is True:
-                s["in_controlled_shutdown"] = False
-            elif r.get("in_controlled_shutdown") is True:
-                s["in_controlled_shutdown"] = True
-        state[key] = s
-        shown = dict(s)
-        snap = overlap.get(key)
-        if snap is not None and r["_pos"] > snap["_snap_pos"]:
-            for mine, theirs in (("broker_epoch", "broker_epoch"), ("fenced", "fenced"),
-                                 ("in_controlled_shutdown", "in_controlled_shutdown"),
-                                 ("registration_event_id", "event_id")):
-                if shown[mine] is None:
-                    shown[mine] = snap.get(theirs)
-        shown["in_controlled_shutdown"] = bool(shown["in_controlled_shutdown"])
-        out.append(
-            {
-                "cluster_id": r["cluster_id"],
-                "broker_id": r["broker_id"],
-                "metadata_offset": r.get("metadata_offset"),
-                "commit_offset": r["commit_offset"],
-                "event_id": r["event_id"],
-                "event_time": r.get("event_time"),
-                **shown,
-            }
-        )
     for a, b in zip(out, out[1:] + [None], strict=True):
         same = b is not None and (a["cluster_id"], a["broker_id"]) == (b["cluster_id"], b["broker_id"])
         a["next_commit_offset"] = b["commit_offset"] if same else None

@@ -4,8 +4,9 @@ builds its own timeline from the events: no Spark in the model).
 
 Histories: the C1 generators (ZK broker-side requests with stand-in states, a KRaft metadata log
 with fences, registrations, ISR changes and produces) plus ZK controller decision lines (several
-controllers and epochs, re-sends), Redpanda terms with produces and segment batches, and KRaft
-metadata logs cut by the cleaner with the snapshot that covers the cut.
+controllers and epochs, re-sends), Redpanda terms with produces and segment batches, KRaft
+metadata logs cut by the cleaner with the snapshot that covers the cut, and KRaft metadata logs with
+a hole (with and without the snapshot that ends where the log resumes).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from reference_model.timeline import partition_timeline
 from tests.c1_events import History, to_df
 from tests.helpers import release_spark_memory
 from tests.test_differential_c1 import SEEDS, SETTINGS, kraft_history, zk_history
-from tests.test_snapshot_replay import cut_with_snapshot
+from tests.test_snapshot_replay import cut_hole, cut_with_snapshot
 from transforms.invariants import INVARIANTS
 from transforms.invariants.base import CheckConfig, CheckContext
 from transforms.timelines import SILVER_BUILDERS, TIMELINE_COLUMNS
@@ -84,11 +85,24 @@ def kraft_snapshot_history(seed: int) -> History:
     return h
 
 
+def kraft_hole_history(seed: int, covered: bool) -> History:
+    """A KRaft history whose dumped metadata log has a hole (a run of whole batches missing), with or
+    without the snapshot that ends where the log resumes: after the hole the replay must know the
+    epochs from the snapshot or leave them unknown, alike in Spark and in the model."""
+    full = kraft_history(seed)
+    cut = cut_hole(full, random.Random(seed), covered)
+    h = History(f"krh-{seed}-{int(covered)}")
+    h.rows = [{**r, "cluster_id": h.cluster_id} for r in (full.rows if cut is None else cut[0])]
+    return h
+
+
 def _histories(seeds: list[int]) -> list[History]:
     out = []
-    for s in seeds:
+    for i, s in enumerate(seeds):
         out += [zk_history(s), kraft_history(s), zk_controller_history(s), redpanda_history(s),
                 kraft_snapshot_history(s)]
+        if i < 4:  # a few holed logs, half with a covering snapshot (CI time)
+            out.append(kraft_hole_history(s, covered=i % 2 == 0))
     return out
 
 
@@ -139,7 +153,12 @@ def test_generators_exercise_every_timeline_source():
 
     Pure Python (the model): Spark is compared with the model on these generators above."""
     rows = [r for h in _histories(list(range(12))) for r in h.rows]
-    sources = {r["source"] for r in partition_timeline(rows)}
+    timeline = partition_timeline(rows)
+    sources = {r["source"] for r in timeline}
     assert sources == {"kraft", "zk-controller", "zk-leader-and-isr", "redpanda"}, sources
+    # holed logs: unknown epochs after an unbridged hole, known ones after a bridged one
+    holed = [r for r in timeline if r["cluster_id"].startswith("krh-")]
+    assert any(r["leader_epoch"] is None for r in holed if r["cluster_id"].endswith("-0")), holed
+    assert all(r["leader_epoch"] is not None for r in holed if r["cluster_id"].endswith("-1")), holed
     kinds = {key_of(v)[0] for v in check_history(rows, CheckConfig())}
     assert len(kinds) >= 6, kinds

@@ -247,47 +247,136 @@ def snapshot_records(events: DataFrame, types: tuple[str, ...]) -> DataFrame:
     return snap.withColumn("_rn", F.row_number().over(pick)).where("_rn = 1").drop("_rn", "_snap_rec")
 
 
-def with_snapshot_bases(
-    log: DataFrame, snap: DataFrame, key: list[str], is_full: Column, fields: list[str]
-) -> DataFrame:
-    """The key's log records (``_pos`` = offset) plus the one snapshot record that completes its replay.
+def covered_intervals(events: DataFrame) -> DataFrame:
+    """Per cluster, the metadata-log offsets the dumps cover: (cluster_id, ``_cov_ivs``).
 
-    The snapshot closest to the start of the key's log counts: the latest one below its first log
-    record (``_before``: the log starts after it — it is the starting state, returned as a record
-    at ``_pos`` = the snapshot's last offset, ``commit_offset`` there), else the earliest one at or
-    after that record, only while the log has no full record up to it (the log starts before the
-    snapshot: every row of the key gets ``_snap`` = struct(pos, ``fields``) of it, to supply what
-    the replay lacks). One pass over ``log``, windows on the key only (no second read, no join).
+    ``_cov_ivs`` is the sorted array of struct(s, e) of maximal covered offset intervals: every
+    batch header's [base, last] and every record's own offset (a record printed without its batch
+    line still shows its offset), merged across hosts when they overlap or touch (last + 1 = next
+    base). Offsets no dump shows are holes: a PartitionChangeRecord there bumps epochs nobody
+    counted. A cluster without any batch header gets no row (its dump cannot show holes, e.g.
+    control records print no event: assumed contiguous, as before). Small (one row per cluster, a
+    few intervals): callers broadcast it.
+    """
+    # A batch header's base is ``offset``; a record inside a batch carries the batch's range
+    # (offset, last_offset) besides its own metadata_offset: one span per batch.
+    own = F.coalesce("metadata_offset", "offset")
+    md = events.where(
+        F.col("event_type").startswith("md_")
+        & (F.col("metadata_offset").isNotNull() | ((F.col("event_type") == "md_batch") & F.col("offset").isNotNull()))
+    )
+    lo = F.least(F.coalesce("offset", own), own)
+    hi = F.greatest(F.coalesce("last_offset", "offset", own), own)
+    # One aggregation: the distinct spans of the cluster (a set: records repeat their batch's span),
+    # sorted, then merged left to right (the accumulator holds the few intervals found so far).
+    spans = F.array_sort(F.collect_set(F.struct(lo.alias("s"), hi.alias("e"))))
+
+    def merge(acc: Column, x: Column) -> Column:
+        n = F.size(acc)
+        last = F.try_element_at(acc, F.lit(-1))
+        grown = F.struct(last["s"].alias("s"), F.greatest(last["e"], x["e"]).alias("e"))
+        return F.when((n > 0) & (x["s"] <= last["e"] + 1), F.concat(F.slice(acc, 1, n - 1), F.array(grown))).otherwise(
+            F.concat(acc, F.array(x))
+        )
+
+    none = F.array().cast("array<struct<s:bigint,e:bigint>>")
+    return (
+        md.groupBy("cluster_id")
+        .agg(spans.alias("_spans"), F.max((F.col("event_type") == "md_batch").cast("int")).alias("_hdr"))
+        .where(F.col("_hdr") == 1)
+        .select("cluster_id", F.aggregate("_spans", none, merge).alias("_cov_ivs"))
+    )
+
+
+def with_covered_interval(rows: DataFrame, covered: DataFrame, pos: Column, slack: Column) -> DataFrame:
+    """``_cov``: which covered interval (:func:`covered_intervals`) ``pos`` lies in, as its start.
+
+    ``slack`` widens an interval [s, e] down to s - slack: a snapshot at s - 1 (end offset s) states
+    the state right before the interval's first offset, so it belongs to the interval. An offset in
+    no interval gets -2 - pos (its own id, never an interval start); every row of a cluster without
+    batch headers gets 0 (one interval: assumed contiguous). A broadcast join on the cluster.
+    """
+    ivs = covered.withColumnRenamed("cluster_id", "_cov_cluster")
+    rows = rows.join(F.broadcast(ivs), rows["cluster_id"].eqNullSafe(ivs["_cov_cluster"]), "left")
+    hit = F.array_max(
+        F.transform(F.col("_cov_ivs"), lambda iv: F.when((iv["s"] - slack <= pos) & (pos <= iv["e"]), iv["s"]))
+    )
+    cov = F.when(F.col("_cov_ivs").isNull(), F.lit(0).cast("long")).otherwise(F.coalesce(hit, -2 - pos))
+    return rows.withColumn("_cov", cov).drop("_cov_cluster", "_cov_ivs")
+
+
+def with_snapshot_bases(
+    log: DataFrame, snap: DataFrame, key: list[str], is_full: Column, fields: list[str], covered: DataFrame
+) -> DataFrame:
+    """The key's log records (``_pos`` = offset) and starting snapshot row, cut into replay segments.
+
+    Returns those rows with ``_seg`` (replay segment, ascending along the key's log) and ``_snap``
+    (struct(pos, ``fields``) of the snapshot that supplies what the segment's replay lacks, or null).
+
+    - Starting state: the latest snapshot below the key's first log record (the log before it was
+      deleted) is returned as a record at ``_pos`` = the snapshot's last offset (``commit_offset``
+      there); it is full, as is every ``is_full`` log record: each starts a segment.
+    - Holes: a record whose previous row lies in another covered interval (:func:`covered_intervals`:
+      offsets no dump shows lie between them) starts a segment too. Changes inside the hole were
+      never seen, so what the replay carries over it would be wrong: such a segment starts unknown.
+    - A segment that starts without a full record (the log starts mid-history, or after a hole)
+      takes ``_snap`` from the earliest snapshot at or after the key's first log record whose position
+      lies in the segment, i.e. in the same covered interval (or right before its first offset: a
+      snapshot whose end offset is where the kept log resumes) and before the next full record: the
+      snapshot states the key at its offset, and every change between it and the segment's records
+      is in the log, so the replay can count back from it.
+
+    One pass over ``log``, windows on the key only (no second read, no join but the broadcast of
+    the covered intervals).
     """
     rows = log.withColumn("_snap_pos", F.lit(None).cast("long")).unionByName(
         snap.withColumn("_pos", F.col("_snap_pos")), allowMissingColumns=True
     )
     is_snap = F.col("_snap_pos").isNotNull()
-    w_key = Window.partitionBy(*key)
-    rows = rows.withColumn("_first_log", F.min(F.when(~is_snap, F.col("_pos"))).over(w_key)).withColumn(
-        "_first_full", F.min(F.when(~is_snap & is_full, F.col("_pos"))).over(w_key)
+    rows = rows.withColumn("_is_snap", is_snap)
+    # One order for every window: the key's rows by position, a snapshot after the record at its
+    # offset (it states the key after that record). Whole-key aggregates use the whole frame of the
+    # same order, so the key is sorted once; segments are sorted once (by _seg, then this order) and
+    # callers' segment windows ordered by _pos reuse that sort.
+    order = ["_pos", "_is_snap", "event_id"]
+    w_ord = Window.partitionBy(*key).orderBy(*order)
+    w_key = w_ord.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
+    rows = rows.withColumn("_first_log", F.min(F.when(~is_snap, F.col("_pos"))).over(w_key))
+    before = is_snap & (F.col("_first_log").isNull() | (F.col("_snap_pos") < F.col("_first_log")))
+    start_rank = F.when(before, F.struct((-F.col("_snap_pos")).alias("a"), F.col("event_id").alias("b")))
+    rows = rows.withColumn("_start_rank", start_rank).withColumn("_best_start", F.min("_start_rank").over(w_key))
+    # Snapshots below the starting one say nothing the starting one does not.
+    rows = rows.where(~before | (F.col("_start_rank") == F.col("_best_start"))).withColumn(
+        "_cand", is_snap & ~before
     )
-    before = F.col("_first_log").isNull() | (F.col("_snap_pos") < F.col("_first_log"))
-    rows = rows.withColumn("_before", F.when(is_snap, before))
-    rank = F.when(
-        is_snap,
-        F.struct(
-            (~F.col("_before")).alias("a"),
-            F.when(F.col("_before"), -F.col("_snap_pos")).otherwise(F.col("_snap_pos")).alias("b"),
-            F.col("event_id").alias("c"),
-        ),
+    rows = with_covered_interval(rows, covered, F.col("_pos"), F.when(is_snap, 1).otherwise(0))
+    full = ~F.col("_cand") & F.coalesce(is_full, F.lit(False))
+    prev_cov = F.lag("_cov").over(w_ord)
+    seg_start = full | prev_cov.isNull() | (prev_cov != F.col("_cov"))
+    rows = rows.withColumn("_seg", F.sum(seg_start.cast("int")).over(w_ord.rowsBetween(Window.unboundedPreceding, 0)))
+    w_seg = (
+        Window.partitionBy(*key, "_seg")
+        .orderBy(*order)
+        .rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
     )
-    rows = rows.withColumn("_rank", rank).withColumn("_best", F.min("_rank").over(w_key))
-    chosen = is_snap & (F.col("_rank") == F.col("_best"))
-    needed = F.col("_first_full").isNull() | (F.col("_first_full") > F.col("_snap_pos"))
-    overlap = F.when(
-        chosen & ~F.col("_before") & needed, F.struct(F.col("_snap_pos").alias("pos"), *[F.col(f) for f in fields])
+    cand_rank = F.when(F.col("_cand"), F.struct(F.col("_pos").alias("a"), F.col("event_id").alias("b")))
+    rows = (
+        rows.withColumn("_seg_full", F.max(full.cast("int")).over(w_seg))
+        .withColumn("_cand_rank", cand_rank)
+        .withColumn("_best_cand", F.min("_cand_rank").over(w_seg))
     )
-    rows = rows.withColumn("_snap", F.max(overlap).over(w_key))
-    rows = rows.where(~is_snap | (chosen & F.col("_before"))).withColumn(
+    serves = F.col("_cand") & (F.col("_cand_rank") == F.col("_best_cand")) & (F.col("_seg_full") == 0)
+    rows = rows.withColumn(
+        "_snap",
+        F.max(F.when(serves, F.struct(F.col("_snap_pos").alias("pos"), *[F.col(f) for f in fields]))).over(w_seg),
+    )
+    rows = rows.where(~F.col("_cand")).withColumn(
         "commit_offset", F.when(is_snap, F.col("_pos")).otherwise(F.col("commit_offset"))
     )
-    return rows.drop("_snap_pos", "_first_log", "_first_full", "_before", "_rank", "_best")
+    return rows.drop(
+        "_snap_pos", "_is_snap", "_first_log", "_start_rank", "_best_start", "_cand", "_cov", "_seg_full",
+        "_cand_rank", "_best_cand",
+    )
 
 
 def _kraft_decisions(events: DataFrame) -> DataFrame:
@@ -306,13 +395,19 @@ def _kraft_decisions(events: DataFrame) -> DataFrame:
     time); a snapshot the log overlaps gives the epochs of the changes before the first full record
     (the state at the snapshot's offset is known, every change in between is one bump). Without
     either, changes before any PartitionRecord keep leader / ISR but have no epochs (unknown).
+
+    Holes (offsets between two dumped logs that no dump shows, e.g. two hosts dumped at different
+    times): the changes in a hole were never counted, so after a hole the replay starts a new
+    segment with unknown epochs (null, never a number too low) and only the fields its own records
+    set, until the next PartitionRecord, unless a snapshot in the same covered interval (or ending
+    exactly where it starts) supplies the state, counted back as above.
     """
     key = ["cluster_id", "topic_id", "partition"]
     full_t = F.col("event_type") == "md_partition"
     log = committed_metadata_records(events, KRAFT_PARTITION_TYPES).withColumn("_pos", F.col("metadata_offset"))
     recs = with_snapshot_bases(
         log, snapshot_records(events, ("md_partition",)), key, full_t,
-        ["leader", "leader_epoch", "partition_epoch", "isr", "replicas"],
+        ["leader", "leader_epoch", "partition_epoch", "isr", "replicas"], covered_intervals(events),
     )
     # Topic names: a TopicRecord never changes (a recreated topic gets a new id); a snapshot's counts.
     topics = (
@@ -323,8 +418,6 @@ def _kraft_decisions(events: DataFrame) -> DataFrame:
     )
     is_full = F.col("event_type") == "md_partition"
     leader_set = ~is_full & F.col("leader").isNotNull() & (F.col("leader") != -2)
-    w_run = Window.partitionBy(*key).orderBy("_pos").rowsBetween(Window.unboundedPreceding, Window.currentRow)
-    recs = recs.withColumn("_seg", F.sum(is_full.cast("int")).over(w_run))
     w_seg = (
         Window.partitionBy(*key, "_seg")
         .orderBy("_pos")
@@ -334,25 +427,25 @@ def _kraft_decisions(events: DataFrame) -> DataFrame:
     recs = recs.withColumn("_le_bumps", F.sum(leader_set.cast("int")).over(w_seg)).withColumn(
         "_pe_bumps", F.sum((~is_full).cast("int")).over(w_seg)
     )
-    # Segment 0 (no full record yet) overlapped by a snapshot: the bumps up to the snapshot's offset.
+    # A segment without a full record (the log's start, or after a hole) that a snapshot serves
+    # (``_snap``, only there): the bumps up to the snapshot's offset are counted back from it.
     at_snap = F.col("_pos") <= F.col("_snap.pos")
     recs = recs.withColumn("_le_at_snap", F.max(F.when(at_snap, F.col("_le_bumps"))).over(w_seg_all)).withColumn(
         "_pe_at_snap", F.max(F.when(at_snap, F.col("_pe_bumps"))).over(w_seg_all)
     )
-    seg0 = F.col("_seg") == 0
     base_le = F.coalesce(
         F.first(F.when(is_full, F.col("leader_epoch")), ignorenulls=True).over(w_seg),
-        F.when(seg0, F.col("_snap.leader_epoch") - F.coalesce("_le_at_snap", F.lit(0))),
+        F.col("_snap.leader_epoch") - F.coalesce("_le_at_snap", F.lit(0)),
     )
     base_pe = F.coalesce(
         F.first(F.when(is_full, F.col("partition_epoch")), ignorenulls=True).over(w_seg),
-        F.when(seg0, F.col("_snap.partition_epoch") - F.coalesce("_pe_at_snap", F.lit(0))),
+        F.col("_snap.partition_epoch") - F.coalesce("_pe_at_snap", F.lit(0)),
     )
-    after_snap = seg0 & (F.col("_pos") > F.col("_snap.pos"))
+    after_snap = F.col("_pos") > F.col("_snap.pos")
     eff_leader = F.when(is_full | leader_set, F.col("leader"))
 
     def carried(value: Column, name: str) -> Column:
-        # a field no change record of segment 0 has set yet is the snapshot's, after its offset
+        # a field no change record of the segment has set yet is the serving snapshot's, after its offset
         return F.coalesce(F.last(value, ignorenulls=True).over(w_seg), F.when(after_snap, F.col(f"_snap.{name}")))
 
     out = recs.select(
@@ -615,7 +708,11 @@ def broker_registrations(events: DataFrame, config: CheckConfig) -> DataFrame:
     = still holds at the end of the input; equal = superseded inside the same batch, so never a
     state at a commit point). A broker whose log records all follow a KRaft snapshot starts with
     the snapshot's RegisterBrokerRecord (commit_offset = the snapshot's last offset, no metadata
-    offset, no time). Columns:
+    offset, no time). After a hole in the dumped log (:func:`with_snapshot_bases`) a fence, unfence,
+    controlled shutdown or new registration may have gone unseen, so nothing is carried over it:
+    until the next RegisterBrokerRecord the state is what the records since the hole state (or a
+    snapshot that serves them), else unknown as at a log's start (fenced and the registration's
+    offset / time / event id null, in_controlled_shutdown false, registered true). Columns:
       broker_epoch            registered BE (RegisterBrokerRecord; later records repeat it)
       registered_at_offset    metadata offset of the RegisterBrokerRecord of that incarnation
       registered_at_time      its CreateTime (controller clock, UTC)
@@ -640,11 +737,11 @@ def broker_registrations(events: DataFrame, config: CheckConfig) -> DataFrame:
     # A broker whose log records all follow a snapshot starts from the snapshot's registration
     # (the RegisterBrokerRecord itself was deleted with the log before the snapshot).
     snap = snapshot_records(events, ("md_register_broker",)).where(F.col("broker_id").isNotNull())
-    # A broker whose log overlaps the snapshot without its RegisterBrokerRecord: what no record
-    # has stated yet is the snapshot's, after the snapshot's offset.
+    # A broker whose log overlaps the snapshot without its RegisterBrokerRecord (or resumes after a
+    # hole): what no record of the segment has stated yet is the snapshot's, after its offset.
     recs = with_snapshot_bases(
         log, snap, key, F.col("event_type") == "md_register_broker",
-        ["broker_epoch", "fenced", "in_controlled_shutdown", "event_id"],
+        ["broker_epoch", "fenced", "in_controlled_shutdown", "event_id"], covered_intervals(events),
     )
     et = F.col("event_type")
     is_reg = et == "md_register_broker"
@@ -662,8 +759,9 @@ def broker_registrations(events: DataFrame, config: CheckConfig) -> DataFrame:
         .when(F.col("in_controlled_shutdown") == F.lit(True), F.lit(True))
     )
     reg_v = F.when(is_reg, F.lit(True)).when(et == "md_unregister_broker", F.lit(False))
-    w = Window.partitionBy(*key).orderBy("_pos").rowsBetween(Window.unboundedPreceding, Window.currentRow)
-    wl = Window.partitionBy(*key).orderBy("_pos")
+    # Per replay segment: a RegisterBrokerRecord states everything, a hole forgets everything.
+    w = Window.partitionBy(*key, "_seg").orderBy("_pos").rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    wl = Window.partitionBy(*key).orderBy("_seg", "_pos")  # = by _pos (segments ascend): w's sort serves
     after_snap = F.col("_pos") > F.col("_snap.pos")
 
     def stated(value: Column, snap_field: str) -> Column:
