@@ -8,7 +8,8 @@
 - at most one leader per (partition, LE).
 
 ``silver/broker_registrations``
-- keys non-null (broker_id, metadata_offset, event_id);
+- keys non-null (broker_id, commit_offset, event_id; a row from a KRaft snapshot has no
+  metadata offset: the snapshot states the broker as of its last offset, ``commit_offset``);
 - a broker's epoch strictly increases from one registration (incarnation) to the next;
 - a broker's state intervals ``[commit_offset, next_commit_offset)`` — hence its fenced intervals —
   never overlap and never run backwards.
@@ -153,7 +154,7 @@ def registration_expectations(settings: ValidationSettings) -> list[Expectation]
     """The silver/broker_registrations expectations."""
     del settings
     return [
-        *[gxe.ExpectColumnValuesToNotBeNull(column=c) for c in ("broker_id", "metadata_offset", "event_id")],
+        *[gxe.ExpectColumnValuesToNotBeNull(column=c) for c in ("broker_id", "commit_offset", "event_id")],
         offending_rows(
             "broker_epoch_increases",
             BROKER_EPOCH_QUERY,

@@ -62,7 +62,9 @@ def _joins(parts: list[Event]) -> list[tuple[Event, int]]:
         if nxt is not None and nxt <= p["commit_offset"]:
             continue  # superseded inside its own batch / transaction: not a state at a commit point
         q = prev.get(k)
-        if q is not None and q["isr"] is not None and p["isr"] is not None:
+        # the previous state must hold up to this commit (one ending earlier ends at a hole)
+        contiguous = q is not None and q["next_commit_offset"] == p["commit_offset"]
+        if contiguous and q["isr"] is not None and p["isr"] is not None:
             out.extend((p, r) for r in p["isr"] if r not in q["isr"])
         prev[k] = p
     return out

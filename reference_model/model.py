@@ -197,6 +197,25 @@ def covered_interval(ivs: dict[Any, list[tuple[int, int]]], cluster: Any, pos: i
     return -2 - pos
 
 
+def hole_after(ivs: dict[Any, list[tuple[int, int]]], cluster: Any, commit: int | None) -> int | None:
+    """The first offset of the hole right after the covered interval holding ``commit`` (widened by
+    one below its start, for a snapshot's starting state), ``commit`` + 1 when no interval holds it
+    but a later one exists, or None: no later interval, or a cluster without batch headers
+    (transforms.timelines.with_hole_after). A state holds at most up to it."""
+    if commit is None or cluster not in ivs:
+        return None
+    last = max(e for _, e in ivs[cluster])
+    for s, e in ivs[cluster]:
+        if s - 1 <= commit <= e:
+            return e + 1 if e < last else None
+    return commit + 1 if commit < last else None  # in no interval: the hole starts right after it
+
+
+def capped(nxt: int | None, hole: int | None) -> int | None:
+    """The smaller of two optional ends (None = open)."""
+    return hole if nxt is None else nxt if hole is None else min(nxt, hole)
+
+
 def replay_segments(
     snap: list[Event], log: list[Event], key: Any, full_type: str, ivs: dict[Any, list[tuple[int, int]]]
 ) -> dict[tuple, list[tuple[Event, int, Event | None]]]:
@@ -306,7 +325,8 @@ def partition_states(events: Iterable[Event]) -> list[Event]:
 
     Returns dicts: cluster_id, topic, topic_id, partition, metadata_offset, commit_offset, leader,
     leader_epoch, partition_epoch, isr, event_id, event_time, next_commit_offset (the next state's
-    commit point, or the topic id's RemoveTopicRecord commit point if that comes first) — sorted by
+    commit point, or the topic id's RemoveTopicRecord commit point, or the first offset of a hole
+    in the dumped log, if that comes first) — sorted by
     (cluster, topic id, partition, offset).
     """
     events = list(events)
@@ -326,6 +346,7 @@ def partition_states(events: Iterable[Event]) -> list[Event]:
                 **{x: s[x] for x in ("leader", "leader_epoch", "partition_epoch", "isr")},
             }
         )
+    ivs = covered_intervals(events)
     removed: dict[tuple, int] = {}  # (cluster, topic id) -> commit point of its RemoveTopicRecord
     for t in committed_metadata(events, ("md_remove_topic",)):
         if t.get("topic_id") is not None:
@@ -342,7 +363,8 @@ def partition_states(events: Iterable[Event]) -> list[Event]:
         gone = removed.get((a["cluster_id"], a["topic_id"]))
         if gone is not None and gone >= a["commit_offset"]:
             nxt = gone if nxt is None else min(nxt, gone)
-        a["next_commit_offset"] = nxt
+        # ... and never past a hole in the dumped log (a change there may have replaced it)
+        a["next_commit_offset"] = capped(nxt, hole_after(ivs, a["cluster_id"], a["commit_offset"]))
     return out
 
 
@@ -417,9 +439,11 @@ def broker_states(events: Iterable[Event]) -> list[Event]:
                     **shown,
                 }
             )
+    ivs = covered_intervals(events)
     for a, b in zip(out, out[1:] + [None], strict=True):
         same = b is not None and (a["cluster_id"], a["broker_id"]) == (b["cluster_id"], b["broker_id"])
-        a["next_commit_offset"] = b["commit_offset"] if same else None
+        a["next_commit_offset"] = capped(b["commit_offset"] if same else None,
+                                         hole_after(ivs, a["cluster_id"], a["commit_offset"]))
     return out
 
 

@@ -24,7 +24,15 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
 
-from reference_model.model import committed_metadata, own_times, replay_partitions, topic_names
+from reference_model.model import (
+    capped,
+    committed_metadata,
+    covered_intervals,
+    hole_after,
+    own_times,
+    replay_partitions,
+    topic_names,
+)
 from transforms.timelines import (
     KRAFT_TOPIC_REMOVAL_TYPES,
     TIMELINE_COLUMNS,
@@ -157,9 +165,11 @@ def redpanda_decisions(events: list[Event]) -> list[Event]:
 def partition_timeline(events: Iterable[Event]) -> list[Event]:
     """Every decision of every partition (KRaft, ZK, Redpanda), with ``is_leader_change`` (first
     decision of its series or a different leader) and ``next_commit_offset`` (KRaft: the next
-    decision's commit point, or the topic id's RemoveTopicRecord commit point if that comes first)."""
+    decision's commit point, or the topic id's RemoveTopicRecord commit point, or the first offset
+    of a hole in the dumped log, if that comes first)."""
     events = list(events)
     rows = kraft_decisions(events) + zk_decisions(events) + redpanda_decisions(events)
+    ivs = covered_intervals(events)
     removed: dict[tuple, int] = {}
     for t in committed_metadata(events, KRAFT_TOPIC_REMOVAL_TYPES):
         if t.get("topic_id") is not None:
@@ -178,6 +188,6 @@ def partition_timeline(events: Iterable[Event]) -> list[Event]:
             gone = removed.get((r["cluster_id"], r["topic_id"]))
             if gone is not None and r["commit_offset"] is not None and gone >= r["commit_offset"]:
                 nxt = gone if nxt is None else min(nxt, gone)
-            r["next_commit_offset"] = nxt
+            r["next_commit_offset"] = capped(nxt, hole_after(ivs, r["cluster_id"], r["commit_offset"]))
             prev = r
     return [{c: r.get(c) for c in TIMELINE_COLUMNS} for r in rows]

@@ -112,7 +112,10 @@ REG_SCHEMA = StructType(
      StructField("next_commit_offset", LongType()), StructField("event_id", StringType())]
 )
 REGISTRATIONS = [("c1", 1, 10, 5, "e4", True, 5, 5, 8, "e4"), ("c1", 1, 10, 5, "e4", False, 8, 8, 20, "r8"),
-                 ("c1", 1, 20, 20, "e5", True, 20, 20, None, "e5")]
+                 ("c1", 1, 20, 20, "e5", True, 20, 20, None, "e5"),
+                 # broker 2 starts from a KRaft snapshot ending at offset 5: no metadata offset, no
+                 # registration offset (its RegisterBrokerRecord was deleted with the log before it)
+                 ("c1", 2, 7, None, "s1", False, None, 4, None, "s1")]
 
 VIOLATION_SCHEMA = StructType(
     [StructField("run_id", StringType()), StructField("violation_id", StringType()), *CHECK_SCHEMA.fields]

@@ -21,7 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from reference_model.model import broker_states
+from reference_model.isr_membership import _joins
+from reference_model.model import broker_states, partition_states
 from reference_model.timeline import partition_timeline as model_timeline
 from tests.c1_events import History
 from tests.helpers import lines_from_text
@@ -120,19 +121,20 @@ def test_real_dumps_with_a_hole_replay_from_the_snapshot_or_leave_epochs_unknown
           for c, rows in real_dumps[0].items()}
     regs = {c: [(r["broker_id"], r["fenced"], r["commit_offset"], r["registration_event_id"] is not None)
                 for r in rows] for c, rows in real_dumps[1].items()}
+    # the state before the hole holds at most up to it (102), not up to the next record (122)
     assert tl["covered"] == [
         (100, 100, 1, 5, 9, [1, 2, 3], 101, 101),
-        (101, 101, 2, 6, 10, [2, 3], 101, 122),
+        (101, 101, 2, 6, 10, [2, 3], 101, 102),
         # the snapshot at 119 states LE 7 / PE 12 (and leader 1): the ISR change is one bump on it
         (121, 121, 1, 7, 13, [1, 2], 122, None),
     ]
     assert tl["uncovered"] == [
         (100, 100, 1, 5, 9, [1, 2, 3], 101, 101),
-        (101, 101, 2, 6, 10, [2, 3], 101, 122),
+        (101, 101, 2, 6, 10, [2, 3], 101, 102),
         (121, 121, None, None, None, [1, 2], 122, None),  # not LE 6 / PE 11: the hole's changes are unknown
     ]
     assert tl["batch-120-lost"] == [
-        (119, None, 1, 7, 12, [1, 2, 3], 119, 122),
+        (119, None, 1, 7, 12, [1, 2, 3], 119, 120),  # the snapshot's state, up to the lost batch
         (121, 121, None, None, None, [1, 2], 122, None),
     ]
     assert regs["covered"] == [(3, False, 119, True), (3, True, 122, True)]
@@ -241,12 +243,15 @@ def test_model_hole_in_the_log_gives_unknown_epochs_or_the_snapshot_state():
     that ends where the log resumes, every state after the hole equals the whole-log replay; without
     one, the epochs after the hole (until a PartitionRecord) are unknown, never a count that missed
     the hole's changes, and every field still shown is the true one. States before the hole are
-    untouched either way."""
-    compared = {"hole, snapshot": 0, "hole, no snapshot": 0, "hole held changes": 0}
+    untouched either way, but hold at most up to the hole (a change inside it may have replaced
+    them)."""
+    compared = {"hole, snapshot": 0, "hole, no snapshot": 0, "hole held changes": 0, "state ends at the hole": 0,
+                "joins compared": 0}
     for seed in range(60):
         full = kraft_history(seed)
         whole = {r["decision_seq"]: r for r in model_timeline(full.rows)}
         whole_b = {(r["broker_id"], r["metadata_offset"]): r for r in broker_states(full.rows)}
+        whole_joins = {(p["topic_id"], p["partition"], p["commit_offset"], r) for p, r in _joins(partition_states(full.rows))}
         for covered in (True, False):
             cut = cut_hole(full, random.Random(seed), covered)
             if cut is None:
@@ -260,12 +265,20 @@ def test_model_hole_in_the_log_gives_unknown_epochs_or_the_snapshot_state():
                     assert tuple(map(_t, (r[k] for k in STATE))) == tuple(map(_t, (w[k] for k in STATE))), (
                         seed, covered, lo, hi, r)
                     assert r["leader_epoch"] is not None
+                    if r["decision_seq"] < lo:  # a state before the hole holds at most up to it
+                        assert r["next_commit_offset"] is not None and r["next_commit_offset"] <= lo, (seed, lo, r)
+                        compared["state ends at the hole"] += r["next_commit_offset"] == lo
                     if r["decision_seq"] > hi:
                         compared["hole, snapshot"] += 1
                 else:  # after the hole, no snapshot: kraft_history's only PartitionRecord is before it
                     assert (r["leader_epoch"], r["partition_epoch"]) == (None, None), (seed, lo, hi, r)
                     assert all(r[k] is None or _t(r[k]) == _t(w[k]) for k in ("leader", "isr")), (seed, lo, hi, r)
                     compared["hole, no snapshot"] += 1
+            # an ISR join is seen only between two states that follow each other in the log: never
+            # one "across" the hole (the replica may have left and rejoined inside it, unseen)
+            joins = {(p["topic_id"], p["partition"], p["commit_offset"], r) for p, r in _joins(partition_states(rows))}
+            assert joins <= whole_joins, (seed, covered, lo, hi, joins - whole_joins)
+            compared["joins compared"] += len(joins)
             for r in broker_states(rows):
                 if r["metadata_offset"] is None:
                     continue
@@ -273,6 +286,8 @@ def test_model_hole_in_the_log_gives_unknown_epochs_or_the_snapshot_state():
                 if r["metadata_offset"] < lo or covered:
                     assert (r["broker_epoch"], r["fenced"], r["in_controlled_shutdown"]) == (
                         w["broker_epoch"], w["fenced"], w["in_controlled_shutdown"]), (seed, covered, lo, hi, r)
+                    if r["metadata_offset"] < lo:
+                        assert r["next_commit_offset"] is not None and r["next_commit_offset"] <= lo, (seed, lo, r)
                 else:  # a fence / unfence / controlled shutdown may lie in the hole: unknown or true
                     assert r["broker_epoch"] == w["broker_epoch"], (seed, lo, hi, r)
                     assert r["fenced"] in (None, w["fenced"]), (seed, lo, hi, r)

@@ -305,6 +305,27 @@ def with_covered_interval(rows: DataFrame, covered: DataFrame, pos: Column, slac
     return rows.withColumn("_cov", cov).drop("_cov_cluster", "_cov_ivs")
 
 
+def with_hole_after(rows: DataFrame, covered: DataFrame, commit: Column) -> DataFrame:
+    """``_hole``: the first offset of the hole right after the covered interval holding ``commit``
+    (:func:`covered_intervals`), ``commit`` + 1 when no interval holds it but a later one exists, or
+    null (no later interval: the dumped log just ends there; or a cluster without batch headers).
+
+    A state stated at ``commit`` holds until the next record of its key, but only as far as the log
+    shows: a change inside the hole may have replaced it, so it holds at most up to the hole. The
+    interval is widened by one below its start (a snapshot's starting state sits at its last offset,
+    right before the interval its log resumes at). A broadcast join on the cluster.
+    """
+    ivs = covered.withColumnRenamed("cluster_id", "_hole_cluster")
+    rows = rows.join(F.broadcast(ivs), rows["cluster_id"].eqNullSafe(ivs["_hole_cluster"]), "left")
+    end = F.array_max(
+        F.transform(F.col("_cov_ivs"), lambda iv: F.when((iv["s"] - 1 <= commit) & (commit <= iv["e"]), iv["e"]))
+    )
+    last = F.array_max(F.transform(F.col("_cov_ivs"), lambda iv: iv["e"]))
+    # Outside every interval (a snapshot whose end offset no dump shows): the hole starts right after.
+    hole = F.when(end.isNotNull(), F.when(end < last, end + 1)).when(commit < last, commit + 1)
+    return rows.withColumn("_hole", hole).drop("_hole_cluster", "_cov_ivs")
+
+
 def with_snapshot_bases(
     log: DataFrame, snap: DataFrame, key: list[str], is_full: Column, fields: list[str], covered: DataFrame
 ) -> DataFrame:
@@ -635,9 +656,10 @@ def partition_timeline(events: DataFrame, config: CheckConfig) -> DataFrame:
     controller_epoch (ZK: the logging/sending controller's epoch; KRaft: the batch's quorum
     epoch), event_id, commit_offset (KRaft: the decision becomes visible at this commit point),
     next_commit_offset (KRaft: the next decision's commit offset, or the commit point of the
-    RemoveTopicRecord that deletes the topic id if that comes first: the state holds for commit
-    points in [commit_offset, next_commit_offset); equal values mean it was superseded inside its
-    own batch/transaction), is_leader_change (first decision, or leader differs from the
+    RemoveTopicRecord that deletes the topic id, or the first offset of a hole in the dumped
+    metadata log, if that comes first: the state holds for commit points in [commit_offset,
+    next_commit_offset); equal values mean it was superseded inside its own batch/transaction),
+    is_leader_change (first decision, or leader differs from the
     previous decision's leader; order by (topic_id, decision_seq) — ZK/Redpanda rows have no
     topic_id).
     """
@@ -653,10 +675,12 @@ def partition_timeline(events: DataFrame, config: CheckConfig) -> DataFrame:
     first = F.lag("decision_seq").over(w).isNull()
     # A removed topic's partitions hold no state after the removal's commit point.
     removed = F.when(F.col("_removed_at") >= F.col("commit_offset"), F.col("_removed_at"))
+    # ... and none past a hole in the dumped metadata log (a change there may have replaced it).
     return (
-        allrows.withColumn("is_leader_change", first | ~prev_leader.eqNullSafe(F.col("leader")))
+        with_hole_after(allrows, covered_intervals(events), F.col("commit_offset"))
+        .withColumn("is_leader_change", first | ~prev_leader.eqNullSafe(F.col("leader")))
         .join(F.broadcast(topic_removals(events)), ["cluster_id", "topic_id"], "left")
-        .withColumn("next_commit_offset", F.least(F.lead("commit_offset").over(w), removed))
+        .withColumn("next_commit_offset", F.least(F.lead("commit_offset").over(w), removed, F.col("_hole")))
         .select(*TIMELINE_COLUMNS)
     )
 
@@ -739,10 +763,13 @@ def broker_registrations(events: DataFrame, config: CheckConfig) -> DataFrame:
     snap = snapshot_records(events, ("md_register_broker",)).where(F.col("broker_id").isNotNull())
     # A broker whose log overlaps the snapshot without its RegisterBrokerRecord (or resumes after a
     # hole): what no record of the segment has stated yet is the snapshot's, after its offset.
+    covered = covered_intervals(events)
     recs = with_snapshot_bases(
         log, snap, key, F.col("event_type") == "md_register_broker",
-        ["broker_epoch", "fenced", "in_controlled_shutdown", "event_id"], covered_intervals(events),
+        ["broker_epoch", "fenced", "in_controlled_shutdown", "event_id"], covered,
     )
+    # A state holds up to the next record about the broker, never past a hole in the dumped log.
+    recs = with_hole_after(recs, covered, F.col("commit_offset"))
     et = F.col("event_type")
     is_reg = et == "md_register_broker"
     fenced_v = (
@@ -779,7 +806,7 @@ def broker_registrations(events: DataFrame, config: CheckConfig) -> DataFrame:
         F.coalesce(stated(ics_v, "in_controlled_shutdown"), F.lit(False)).alias("in_controlled_shutdown"),
         "metadata_offset",
         "commit_offset",
-        F.lead("commit_offset").over(wl).alias("next_commit_offset"),
+        F.least(F.lead("commit_offset").over(wl), F.col("_hole")).alias("next_commit_offset"),
         "event_time",
         "event_id",
         F.coalesce(F.col("record_type"), et).alias("record_type"),

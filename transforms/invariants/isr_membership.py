@@ -130,8 +130,17 @@ def isr_joins(tl: DataFrame, br: DataFrame) -> DataFrame:
     registration time / id).
     """
     w = Window.partitionBy("cluster_id", "topic_id", "partition").orderBy("decision_seq")
-    j = tl.where(_nonempty("")).withColumn("_prev_isr", F.lag("isr").over(w)).where(
-        F.col("_prev_isr").isNotNull() & F.col("isr").isNotNull()
+    # The previous state must hold right up to this commit: one that ends earlier ends at a hole in
+    # the dumped log, and the join (or a leave and rejoin) happened somewhere inside it, unseen.
+    j = (
+        tl.where(_nonempty(""))
+        .withColumn("_prev_isr", F.lag("isr").over(w))
+        .withColumn("_prev_end", F.lag("next_commit_offset").over(w))
+        .where(
+            F.col("_prev_isr").isNotNull()
+            & F.col("isr").isNotNull()
+            & (F.col("_prev_end") == F.col("commit_offset"))
+        )
     )
     j = j.select("*", F.explode(F.array_except("isr", "_prev_isr")).alias("replica"))
     b = br.where(_nonempty("")).select(
@@ -150,7 +159,7 @@ def isr_joins(tl: DataFrame, br: DataFrame) -> DataFrame:
         & (F.col("b_from") <= F.col("commit_offset"))
         & (F.col("commit_offset") < F.col("b_to")),
         "left",
-    ).drop("b_cluster", "replica_b", "b_from", "b_to", "_prev_isr")
+    ).drop("b_cluster", "replica_b", "b_from", "b_to", "_prev_isr", "_prev_end")
 
 
 def last_caught_up_fetches(cand: DataFrame, fetch: DataFrame, skew_s: float) -> DataFrame:
