@@ -44,6 +44,16 @@ class ChecksConf:
 
 
 @dataclass
+class IncrementalConf:
+    # Nightly runs read a cluster's request-log FETCH / PRODUCE lines only from its horizon on, plus
+    # the few older ones a check still needs (jobs.carry); false: always the whole history.
+    carry_traffic: bool = True
+    # The horizon: this many minutes before the cluster's latest traffic (default a day). Traffic
+    # that arrives later but timed before it makes the next run read the cluster's whole history.
+    traffic_lag_minutes: int = 1440
+
+
+@dataclass
 class ValidationConf:
     critical_suites: list[str] = field(default_factory=lambda: ["bronze", "silver", "gold"])
     max_quarantine_rate: float = 0.01
@@ -62,6 +72,7 @@ class AppConfig:
     storage: StorageConf = field(default_factory=StorageConf)
     ingest: IngestConf = field(default_factory=IngestConf)
     checks: ChecksConf = field(default_factory=ChecksConf)
+    incremental: IncrementalConf = field(default_factory=IncrementalConf)
     validation: ValidationConf = field(default_factory=ValidationConf)
 
     def to_dict(self) -> dict[str, Any]:

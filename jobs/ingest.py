@@ -30,7 +30,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
     IntegerType,
@@ -47,7 +47,14 @@ from transforms.parse import MALFORMED
 from transforms.parse.dispatch import file_parser_outputs, record_parser_outputs
 from transforms.parse.file_kinds import base_file_name, copy_time, detect_file_kind
 from transforms.records import group_records, mark_lines, record_framing, unmark
-from transforms.schema import EVENT_DATE_COLUMN, EVENT_SCHEMA, event_date
+from transforms.schema import (
+    EVENT_CLASS_COLUMN,
+    EVENT_DATE_COLUMN,
+    EVENT_SCHEMA,
+    OWN_TIME_COLUMN,
+    event_class,
+    event_date,
+)
 
 log = logging.getLogger(__name__)
 
@@ -56,16 +63,61 @@ QUARANTINE_TABLE = "quarantine/lines"
 FILES_TABLE = "bronze/ingest_files"
 ACCOUNTING_TABLE = "bronze/ingest_accounting"
 
-def bronze_layout(storage: LakeStorage, events: DataFrame) -> DataFrame:
-    """Events as bronze stores them: plus ``event_date``, the day partition (see jobs.storage).
+def bronze_layout(storage: LakeStorage, events: DataFrame, seeds: dict[str, int] | None = None) -> DataFrame:
+    """Events as bronze stores them: plus ``event_date`` (the day partition, see jobs.storage),
+    ``event_class`` (state | traffic partition) and ``own_time`` (see :func:`with_file_own_time`;
+    ``seeds``: per file read from a later line on, the max event time of its earlier lines, epoch
+    microseconds).
 
-    A lake whose bronze was created before the day partition keeps its layout (no column added):
-    Delta cannot add a partition column to an existing table.
+    A lake whose bronze was created before one of these keeps its layout (no column added):
+    Delta cannot add a partition column to an existing table. Such a lake is always re-checked
+    from its whole history (no carried traffic, see jobs.pipeline).
     """
-    if storage.exists(EVENTS_TABLE) and EVENT_DATE_COLUMN not in storage.columns(EVENTS_TABLE):
-        log.warning("bronze/events predates the %s partition: kept as it is", EVENT_DATE_COLUMN)
-        return events
-    return events.withColumn(EVENT_DATE_COLUMN, event_date(F.col("event_time")))
+    if storage.exists(EVENTS_TABLE):
+        columns = storage.columns(EVENTS_TABLE)
+        if EVENT_DATE_COLUMN not in columns:
+            log.warning("bronze/events predates the %s partition: kept as it is", EVENT_DATE_COLUMN)
+            return events
+        if EVENT_CLASS_COLUMN not in columns:
+            log.warning("bronze/events predates the %s partition: kept as it is", EVENT_CLASS_COLUMN)
+            return events.withColumn(EVENT_DATE_COLUMN, event_date(F.col("event_time")))
+    out = events.withColumn(EVENT_DATE_COLUMN, event_date(F.col("event_time"))).withColumn(
+        EVENT_CLASS_COLUMN, event_class(F.col("event_type"))
+    )
+    return with_file_own_time(out, seeds or {})
+
+
+def with_file_own_time(events: DataFrame, seeds: dict[str, int]) -> DataFrame:
+    """``own_time``: the running max of event_time along the event's file, over all of the file's
+    events ingested so far (``seeds``: per file read from a later line on, the max event time of
+    its earlier events in epoch microseconds). The same value ``transforms.timelines.
+    with_own_order`` computes over a whole bronze table, fixed once at ingest: a run that reads only
+    some of bronze (state events, recent traffic) still orders each event as a whole run does."""
+    w = (
+        Window.partitionBy("file_id")
+        .orderBy("line_number", "sub_index")
+        .rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    )
+    own = F.max("event_time").over(w)
+    known = [(k, v) for k, v in sorted(seeds.items()) if v is not None]
+    if not known:
+        return events.withColumn(OWN_TIME_COLUMN, own)
+    seed = events.sparkSession.createDataFrame(known, "file_id string, _seed_micros long")
+    return (
+        events.join(F.broadcast(seed), "file_id", "left")
+        .withColumn(OWN_TIME_COLUMN, F.greatest(own, F.timestamp_micros("_seed_micros")))
+        .drop("_seed_micros")
+    )
+
+
+def file_max_times(events: DataFrame, seeds: dict[str, int]) -> dict[str, int | None]:
+    """Per file read, the max event time (epoch microseconds) of all its events so far."""
+    rows = events.groupBy("file_id").agg(F.max(F.unix_micros("event_time")).alias("m")).collect()
+    out: dict[str, int | None] = dict(seeds)
+    for r in rows:  # one row per file read: small
+        values = [v for v in (out.get(r["file_id"]), r["m"]) if v is not None]
+        out[r["file_id"]] = max(values) if values else None
+    return out
 
 
 LIVE_ORDER = 99_999_999_999_999  # a live file sorts after every rotated copy of its stream
@@ -497,7 +549,12 @@ class IngestResult:
 def _consumed(storage: LakeStorage) -> dict[str, dict]:
     if not storage.exists(FILES_TABLE):
         return {}
-    rows = storage.read(FILES_TABLE).select("file_id", "consumed_bytes", "consumed_lines", "prefix_sha256")
+    table = storage.read(FILES_TABLE)
+    # max_event_micros: since the own_time column (older lakes: unknown, null)
+    micros = F.col("max_event_micros") if "max_event_micros" in table.columns else F.lit(None).cast("long")
+    rows = table.select(
+        "file_id", "consumed_bytes", "consumed_lines", "prefix_sha256", micros.alias("max_event_micros")
+    )
     return {r["file_id"]: r.asDict() for r in rows.collect()}  # one row per file: small
 
 
@@ -592,7 +649,8 @@ def ingest(
         kept = [p for p in paths if in_window(p, window)]
         outside, paths = len(paths) - len(kept), kept
     files = [describe(p, config) for p in paths]
-    plan = plan_reads(files, _consumed(storage))
+    consumed = _consumed(storage)
+    plan = plan_reads(files, consumed)
     skipped_counts: dict[str, int] = {"outside_window": outside} if outside else {}
     for _, reason in plan.skipped:
         skipped_counts[reason] = skipped_counts.get(reason, 0) + 1
@@ -615,7 +673,16 @@ def ingest(
     status = spark.read.parquet(f"{staging}/status")
     timer.lap("line_statuses")
 
-    storage.upsert(EVENTS_TABLE, bronze_layout(storage, parsed.where(F.col("event_type") != MALFORMED)), ["event_id"])
+    events = parsed.where(F.col("event_type") != MALFORMED)
+    seeds = {t.file_id: consumed[t.file_id]["max_event_micros"] for t in plan.tasks if t.file_id in consumed}
+    seeds = {k: v for k, v in seeds.items() if v is not None}
+    file_max = file_max_times(events, seeds)
+    from jobs.carry import drop_outdated_carries
+
+    # Traffic older than a cluster's carried horizon makes its carried traffic incomplete: dropped
+    # before the events land (a run killed in between then re-checks the whole history).
+    drop_outdated_carries(storage, events)
+    storage.upsert(EVENTS_TABLE, bronze_layout(storage, events, seeds), ["event_id"])
     timer.lap("bronze_events")
     quarantine = quarantine_lines(status, lines)
     storage.upsert(
@@ -643,7 +710,7 @@ def ingest(
         file_rows.append(
             (
                 task.file_id, task.source_file, f.cluster_id, f.host_id, f.stream, f.log_kind, f.file_order,
-                task.end_byte, task.start_line - 1 + read_n, f.content_sha256, run_id,
+                task.end_byte, task.start_line - 1 + read_n, f.content_sha256, run_id, file_max.get(task.file_id),
             )
         )
     storage.upsert(
@@ -652,6 +719,7 @@ def ingest(
         ["file_id", "start_line"],
     )
     # Written last: it is what the next run trusts as "already consumed".
+    _upgrade_files_table(storage)
     storage.upsert(FILES_TABLE, spark.createDataFrame(file_rows, FILES_SCHEMA), ["file_id"])
     _remove_staging(staging)
     timer.lap("accounting")
@@ -704,8 +772,18 @@ FILES_SCHEMA = StructType(
         StructField("consumed_lines", LongType()),
         StructField("prefix_sha256", StringType()),
         StructField("last_run_id", StringType()),
+        # max event time (epoch microseconds) of the file's events so far: seeds the own_time of
+        # the lines it grows by (jobs.ingest.with_file_own_time)
+        StructField("max_event_micros", LongType()),
     ]
 )
+
+
+def _upgrade_files_table(storage: LakeStorage) -> None:
+    """A files table written before ``max_event_micros``: the column added (null: unknown)."""
+    if storage.exists(FILES_TABLE) and "max_event_micros" not in storage.columns(FILES_TABLE):
+        old = storage.read(FILES_TABLE).withColumn("max_event_micros", F.lit(None).cast("long"))
+        storage.overwrite(FILES_TABLE, old.select(*[f.name for f in FILES_SCHEMA.fields]))
 
 
 def accounting_rows_dicts(rows: list[tuple]) -> list[dict]:

@@ -15,6 +15,14 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from jobs.carry import (
+    iso_of,
+    read_check_events,
+    read_state_events,
+    supports_carry,
+    valid_horizons,
+    write_carries,
+)
 from jobs.config import AppConfig
 from jobs.storage import LakeStorage
 from transforms.invariants.base import CHECK_COLUMNS, CHECK_SCHEMA, CheckConfig, CheckContext
@@ -126,8 +134,9 @@ def record_run(spark: SparkSession, storage: LakeStorage, summary: dict[str, Any
 def run_timelines(spark: SparkSession, storage: LakeStorage, config: AppConfig, run_id: str = "") -> StageResult:
     """bronze events → silver tables, rebuilt only for the clusters whose bronze grew.
 
-    A cluster's silver rows are rebuilt from that cluster's whole bronze history (read by partition)
-    and replace its old rows in one commit per table; other clusters' files are not touched.
+    A cluster's silver rows are rebuilt from that cluster's whole history of state events (bronze
+    partitions of ``event_class`` state; request-log traffic is never read here) and replace its old
+    rows in one commit per table; other clusters' files are not touched.
     """
     if not storage.exists(EVENTS_TABLE):
         return StageResult("timelines", "skipped", {"reason": "no bronze events yet"})
@@ -138,7 +147,8 @@ def run_timelines(spark: SparkSession, storage: LakeStorage, config: AppConfig, 
     if not dirty:
         return StageResult("timelines", "ran", {"tables": sorted(builders), "clusters": []})
     cfg = check_config(config)
-    events = storage.read_where(EVENTS_TABLE, "cluster_id", dirty)
+    # Silver never reads request-log traffic: state events only (a fraction of a busy cluster's).
+    events = read_state_events(storage, dirty)
     built = {name: build(events, cfg) for name, build in sorted(builders.items())}
     changed = [
         name for name, df in built.items()
@@ -147,7 +157,7 @@ def run_timelines(spark: SparkSession, storage: LakeStorage, config: AppConfig, 
     if changed:  # a new build changed a silver schema: rebuild every cluster of every table
         log.warning("silver schema changed (%s): rebuilding every cluster", ", ".join(changed))
         dirty = sorted(fps)
-        events = storage.read(EVENTS_TABLE)
+        events = read_state_events(storage, dirty)
         for name, build in sorted(builders.items()):
             storage.overwrite(f"silver/{name}", build(events, cfg))
     else:
@@ -214,6 +224,7 @@ def run_checks(
         return StageResult("check", "skipped", {"reason": "no invariants registered in this build"}), None
     dirty, fps = stale_clusters(storage, GOLD_STATE_TABLE)
     rejected: list[dict[str, Any]] = []
+    carried: dict[str, Any] = {}
     silver_stale = set(stale_clusters(storage, SILVER_STATE_TABLE)[0]) & set(dirty)
     if silver_stale:
         log.warning("silver is older than bronze for %s: run the timelines stage first", sorted(silver_stale))
@@ -223,7 +234,12 @@ def run_checks(
             name: storage.read_where(f"silver/{name}", "cluster_id", dirty)
             for name in silver_builders() if storage.exists(f"silver/{name}")
         }
-        events = storage.read_where(EVENTS_TABLE, "cluster_id", dirty)
+        # Traffic: from each cluster's carried horizon on, plus the carried events (jobs.carry).
+        horizons = (
+            valid_horizons(spark, storage, dirty, silver, check_config(config))
+            if config.incremental.carry_traffic else {}
+        )
+        events = read_check_events(storage, dirty, horizons)
         ctx = CheckContext(events=events, silver=silver, config=check_config(config))
         found = [inv.check(ctx).select(*CHECK_COLUMNS) for inv in INVARIANTS]
         empty = spark.createDataFrame([], CHECK_SCHEMA)
@@ -248,6 +264,11 @@ def run_checks(
         from jobs.ingest import _remove_staging
 
         _remove_staging(staged.rsplit("/", 1)[0])
+        carried = {"read_from": {c: iso_of(h) for c, h in sorted(horizons.items())}}
+        if config.incremental.carry_traffic and supports_carry(storage):
+            carried["next"] = write_carries(
+                spark, storage, ctx, INVARIANTS, dirty, horizons, config.incremental.traffic_lag_minutes
+            )
     if not storage.exists(VIOLATIONS_TABLE):
         detail = {"clusters": dirty, "violations": [], "known": 0, "rejected_isr_joins": rejected}
         return StageResult("check", "ran", detail), None
@@ -263,5 +284,8 @@ def run_checks(
         for r in new.groupBy("invariant", "severity", "confidence").count().orderBy("invariant").collect()
     ]
     known = gold.count()
-    detail = {"clusters": dirty, "violations": counts, "known": known, "rejected_isr_joins": rejected}
+    detail = {
+        "clusters": dirty, "violations": counts, "known": known, "rejected_isr_joins": rejected,
+        "carried_traffic": carried,
+    }
     return StageResult("check", "ran", detail), new

@@ -23,6 +23,7 @@ import string
 import time
 import unicodedata
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -59,9 +60,12 @@ class StorageError(RuntimeError):
 # are also partitioned by ``event_date`` (UTC day of the event time; null when a line has no time):
 # dashboards, ad-hoc queries and retention read or drop one cluster-day without touching the rest.
 PARTITION_COLUMN = "cluster_id"
-PARTITIONED_TABLES = ("bronze/events", "silver/", "gold/violations")
+PARTITIONED_TABLES = ("bronze/events", "silver/", "gold/violations", "state/traffic_carry")
 DATE_PARTITION_COLUMN = "event_date"
 DATE_PARTITIONED_TABLES = ("bronze/events",)
+# bronze/events is also split by ``event_class`` (state | traffic): a nightly run reads every state
+# partition but only the recent traffic ones (jobs.pipeline). Between cluster and day.
+CLASS_PARTITION_COLUMN = "event_class"
 
 
 def partition_columns_for(table: str, columns: list[str]) -> list[str]:
@@ -71,6 +75,8 @@ def partition_columns_for(table: str, columns: list[str]) -> list[str]:
     if not any(table == t or (t.endswith("/") and table.startswith(t)) for t in PARTITIONED_TABLES):
         return []
     if table in DATE_PARTITIONED_TABLES and DATE_PARTITION_COLUMN in columns:
+        if CLASS_PARTITION_COLUMN in columns:
+            return [PARTITION_COLUMN, CLASS_PARTITION_COLUMN, DATE_PARTITION_COLUMN]
         return [PARTITION_COLUMN, DATE_PARTITION_COLUMN]
     return [PARTITION_COLUMN]
 
@@ -104,6 +110,9 @@ class LakeStorage(Protocol):
     def upsert(self, table: str, df: DataFrame, keys: list[str]) -> None: ...
     def replace_where(self, table: str, df: DataFrame, column: str, values: list[str]) -> None: ...
     def read_where(self, table: str, column: str, values: list[str]) -> DataFrame: ...
+    def read_partitions(
+        self, table: str, keep: Callable[[dict[str, str | None]], bool], rows: Column
+    ) -> DataFrame: ...
     def history(self, table: str) -> list[dict]: ...
     def path(self, table: str) -> str: ...
 
@@ -228,6 +237,13 @@ class DeltaSparkStorage:
 
     def read_where(self, table: str, column: str, values: list[str]) -> DataFrame:
         return self.read(table).where(F.col(column).isin(list(values)))
+
+    def read_partitions(
+        self, table: str, keep: Callable[[dict[str, str | None]], bool], rows: Column
+    ) -> DataFrame:
+        """Rows satisfying ``rows`` (Spark prunes the partitions from it; ``keep`` is not needed)."""
+        del keep
+        return self.read(table).where(rows)
 
     def replace_where(self, table: str, df: DataFrame, column: str, values: list[str]) -> None:
         """Replace every row whose ``column`` is in ``values`` by ``df`` (one atomic commit)."""
@@ -429,6 +445,16 @@ class DeltaRsStorage:
         if column in dt.metadata().partition_columns:
             files = [f for f in files if str(f[2].get(column)) in wanted]
         return self._read_files(table, dt, [(u, v) for u, _, v in files]).where(F.col(column).isin(list(values)))
+
+    def read_partitions(
+        self, table: str, keep: Callable[[dict[str, str | None]], bool], rows: Column
+    ) -> DataFrame:
+        """Rows satisfying ``rows``, read only from the files whose partition values (strings, None
+        for null, as the Delta log holds them) ``keep`` accepts. ``rows`` must imply ``keep``:
+        it is what the other engine applies."""
+        dt = self._table(table)
+        files = [(u, v) for u, _, v in self._files(dt) if keep(v)]
+        return self._read_files(table, dt, files).where(rows)
 
     # -- writing -------------------------------------------------------------------------------
     def _write_files(self, table: str, df: DataFrame, part_cols: list[str]) -> tuple[list, pa.Schema]:

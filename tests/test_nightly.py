@@ -181,15 +181,23 @@ def test_nightly_runs_find_exactly_the_violations_of_one_run(spark, week, whole_
     root, drops = week
     capsys.readouterr()  # the whole run's summary
     tree, lake = root / "tree", root / "lake-nightly"
-    new_per_night = []
+    # The sample's traffic spans two hours: a horizon 20 minutes before the latest traffic lets the
+    # second night read its traffic from 00:19 on plus the carried older events (transforms.carry).
+    conf = root / "nightly.yaml"
+    conf.write_text((REPO / "conf" / "local.yaml").read_text().replace("traffic_lag_minutes: 1440", "traffic_lag_minutes: 20"))
+    new_per_night, read_from = [], []
     for night, drop in zip(NIGHTS, drops, strict=True):
         assert deliver(tree, drop, night)
         code = main(["run", "--input", str(tree), "--lake", str(lake), "--date", night, "--run-id", f"night-{night}",
-                     "--json"])
+                     "--conf", str(conf), "--json"])
         summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
         assert summary["stages"]["ingest"]["files_read"] > 0
         assert code in (0, 3)
         new_per_night.append(sum(v["count"] for v in summary["stages"]["check"]["violations"]))
+        read_from.append(summary["stages"]["check"]["carried_traffic"]["read_from"])
+    # night 1 read everything; night 2 its traffic from 00:19 on plus the carried; night 3 brings the
+    # metadata dumps (the past's anchors changed): everything again
+    assert read_from == [{}, {"kraft-1": "2024-03-05T00:19Z"}, {}], read_from
 
     whole_tree, whole = whole_run
     assert tree_files(tree) == tree_files(whole_tree)  # the same bytes, delivered on the same nights

@@ -167,6 +167,23 @@ def event_date(event_time: Column) -> Column:
     """
     return F.date_from_unix_date(F.floor(F.unix_micros(event_time) / _MICROS_PER_DAY).cast("int"))
 
+
+# Storage layout columns of bronze/events for nightly runs (see jobs.pipeline, "Carried traffic"):
+# ``event_class`` separates the request log's per-partition FETCH / PRODUCE lines (``traffic``:
+# nearly all of a busy cluster's lines, read by a nightly run only from its horizon on, plus the
+# few older ones a check still needs) from everything else (``state``: epochs, registrations,
+# decisions, dumps, checkpoints; always read whole). ``own_time`` is the running maximum of
+# event_time along the event's file (``transforms.timelines.with_own_order``), computed at ingest
+# over every line of the file, so that reading only some classes keeps every event's own order.
+EVENT_CLASS_COLUMN = "event_class"
+OWN_TIME_COLUMN = "own_time"
+TRAFFIC_TYPES = ("request_fetch", "request_produce")
+
+
+def event_class(event_type: Column) -> Column:
+    """``traffic`` for the high-volume request-log types (:data:`TRAFFIC_TYPES`), else ``state``."""
+    return F.when(event_type.isin(*TRAFFIC_TYPES), F.lit("traffic")).otherwise(F.lit("state"))
+
 # Every event_type a parser may emit, grouped by source. Adding one: add it here and a row in
 # docs/formats.md. Names are stable (checks filter on them).
 EVENT_TYPES: dict[str, str] = {

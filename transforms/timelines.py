@@ -94,6 +94,9 @@ def with_own_order(events: DataFrame, types: tuple[str, ...] | None = None) -> D
     """
     if "_own_time" in events.columns:  # already staged once for the whole stage
         return events if types is None else events.where(F.col("event_type").isin(*types))
+    if "own_time" in events.columns:  # bronze since the own_time column: fixed at ingest, same value
+        own = events.withColumn("_own_time", F.col("own_time"))
+        return own if types is None else own.where(F.col("event_type").isin(*types))
     w = (
         Window.partitionBy("file_id")
         .orderBy("line_number", "sub_index")

@@ -2,12 +2,19 @@
 
 Adding an invariant: write its module here (one pure function with a docstring naming the
 protocol rule), add it to INVARIANTS, add its test file and one row in README's invariant table.
+A check that reads request-log FETCH / PRODUCE events (``transforms.schema.TRAFFIC_TYPES``) also
+registers ``carry``: the ones it still needs from before a nightly run's horizon
+(``transforms.carry``; tests/test_carry.py proves the windowed answers equal the whole ones).
 """
 
 from __future__ import annotations
 
 from transforms.invariants.base import Invariant
-from transforms.invariants.isr_membership import fenced_replica_in_isr, stale_broker_epoch_isr_join
+from transforms.invariants.isr_membership import (
+    fenced_replica_in_isr,
+    stale_broker_epoch_isr_join,
+    stale_broker_epoch_isr_join_carry,
+)
 from transforms.invariants.leadership import INVARIANTS_C2_LEADERSHIP
 from transforms.invariants.offsets import INVARIANTS_C2_OFFSETS
 from transforms.invariants.stop_replica import stale_controller_epoch_accepted, stale_stop_replica_accepted
@@ -15,7 +22,9 @@ from transforms.invariants.stop_replica import stale_controller_epoch_accepted, 
 INVARIANTS: list[Invariant] = [
     Invariant(ids=("stale_stop_replica_accepted",), check=stale_stop_replica_accepted),
     Invariant(ids=("stale_controller_epoch_accepted",), check=stale_controller_epoch_accepted),
-    Invariant(ids=("stale_broker_epoch_isr_join",), check=stale_broker_epoch_isr_join),
+    Invariant(
+        ids=("stale_broker_epoch_isr_join",), check=stale_broker_epoch_isr_join, carry=stale_broker_epoch_isr_join_carry
+    ),
     Invariant(ids=("fenced_replica_in_isr", "last_replica_fenced_in_isr"), check=fenced_replica_in_isr),
     *INVARIANTS_C2_LEADERSHIP,
     *INVARIANTS_C2_OFFSETS,

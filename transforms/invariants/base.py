@@ -64,7 +64,13 @@ class CheckContext:
 
 @dataclass(frozen=True)
 class Invariant:
-    """A registered check: the ids it can emit and the function that finds them."""
+    """A registered check: the ids it can emit and the function that finds them.
+
+    ``carry``: for a check that reads request-log traffic (FETCH / PRODUCE lines), the traffic
+    events (a DataFrame with ``event_id``) that its answers over ``ctx`` stand on or that a later
+    answer may need (see ``transforms.carry``); None for a check that reads no traffic.
+    """
 
     ids: tuple[str, ...]
     check: Callable[[CheckContext], DataFrame]
+    carry: Callable[[CheckContext], DataFrame] | None = None

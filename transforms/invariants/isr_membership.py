@@ -162,18 +162,17 @@ def isr_joins(tl: DataFrame, br: DataFrame) -> DataFrame:
     ).drop("b_cluster", "replica_b", "b_from", "b_to", "_prev_isr", "_prev_end")
 
 
-def last_caught_up_fetches(cand: DataFrame, fetch: DataFrame, skew_s: float) -> DataFrame:
-    """Per ISR join (``_join_id``, replica): the replica's last caught-up fetch to the leader for
-    the partition at or before the commit (``_F``: struct of time, event id, replica epoch),
-    whether a caught-up fetch of the new incarnation came before the commit (``_has_new``), and
-    whether one came by the commit time plus the skew tolerance (``_has_new_skew``: the fetch is on
-    the leader's clock, the commit on the controller's, so such a fetch may really precede it).
+def _fetch_probes(cand: DataFrame, fetch: DataFrame, skew_s: float) -> DataFrame:
+    """Per ISR join (``_join_id``, replica) and probe (``_kind`` 1: at the commit, 2: at the commit
+    plus the skew tolerance), from each topic pass (by id, by name): ``_F`` the replica's last
+    caught-up fetch to the leader for the partition at or before the probe (struct of time, event
+    id, replica epoch), ``_S`` the last one whose replica epoch is the join's registered broker
+    epoch, ``_N`` the last one without a replica epoch, and ``_treg`` the registration time.
 
     An as-of, not a join: joins and fetches are sorted together per (cluster, leader, replica,
     partition, topic) and running maxima carry the fetches forward. (A range join pairs every join
     with every earlier fetch: at 10^7 events that is tens of millions of rows and exhausted a 1 GB
-    heap.) The topic matches by id or by name: each is a pass of its own, their results combined.
-    Joins with no fetch before the commit get no row.
+    heap.) Only probes with a fetch before them get a row.
     """
     skew = F.expr(f"make_interval(0,0,0,0,0,0,{skew_s})")
     key = ["_cluster", "_leader", "_replica", "_partition", "_topic"]
@@ -202,26 +201,89 @@ def last_caught_up_fetches(cand: DataFrame, fetch: DataFrame, skew_s: float) -> 
         is_fetch = F.col("_kind") == 0
         rows = (
             rows.withColumn("_F", F.max("_fetch").over(by_key))
-            .withColumn("_last_null_be", F.max(F.when(is_fetch & F.col("_be").isNull(), F.col("_time"))).over(by_key))
-            .withColumn("_same_be", F.max(F.when(is_fetch & F.col("_be").isNotNull(), 1)).over(by_be))
+            .withColumn("_N", F.max(F.when(is_fetch & F.col("_be").isNull(), F.col("_fetch"))).over(by_key))
+            .withColumn("_S", F.max(F.when(is_fetch & F.col("_be").isNotNull(), F.col("_fetch"))).over(by_be))
         )
-        has_new = (F.coalesce(F.col("_same_be"), F.lit(0)) == 1) | F.coalesce(
-            F.col("_last_null_be") > F.col("_treg") + skew, F.lit(False)
-        )
-        at_commit = F.col("_kind") == 1
         passes.append(
             rows.where((F.col("_kind") >= 1) & F.col("_F").isNotNull()).select(
-                "_join_id",
-                "replica",
-                F.when(at_commit, F.col("_F")).alias("_F"),
-                F.when(at_commit, has_new.cast("int")).alias("_has_new"),
-                F.when(~at_commit, has_new.cast("int")).alias("_has_new_skew"),
+                "_join_id", "replica", "_kind", "_F", "_S", "_N", "_treg"
             )
         )
-    agg = passes[0].unionByName(passes[1]).groupBy("_join_id", "replica").agg(
+    return passes[0].unionByName(passes[1])
+
+
+def last_caught_up_fetches(cand: DataFrame, fetch: DataFrame, skew_s: float) -> DataFrame:
+    """Per ISR join (``_join_id``, replica): the replica's last caught-up fetch to the leader for
+    the partition at or before the commit (``_F``: struct of time, event id, replica epoch),
+    whether a caught-up fetch of the new incarnation came before the commit (``_has_new``), and
+    whether one came by the commit time plus the skew tolerance (``_has_new_skew``: the fetch is on
+    the leader's clock, the commit on the controller's, so such a fetch may really precede it).
+    The topic matches by id or by name (:func:`_fetch_probes`); joins with no fetch before the
+    commit get no row.
+    """
+    skew = F.expr(f"make_interval(0,0,0,0,0,0,{skew_s})")
+    probes = _fetch_probes(cand, fetch, skew_s)
+    # new incarnation: a fetch with the registered epoch, or one without an epoch timed more than
+    # the skew after the registration
+    has_new = F.col("_S").isNotNull() | F.coalesce(F.col("_N.f_time") > F.col("_treg") + skew, F.lit(False))
+    at_commit = F.col("_kind") == 1
+    agg = probes.select(
+        "_join_id",
+        "replica",
+        F.when(at_commit, F.col("_F")).alias("_F"),
+        F.when(at_commit, has_new.cast("int")).alias("_has_new"),
+        F.when(~at_commit, has_new.cast("int")).alias("_has_new_skew"),
+    ).groupBy("_join_id", "replica").agg(
         F.max("_F").alias("_F"), F.max("_has_new").alias("_has_new"), F.max("_has_new_skew").alias("_has_new_skew")
     )
     return agg.where(F.col("_F").isNotNull())
+
+
+def caught_up_fetches(events: DataFrame) -> DataFrame:
+    """Request-log FETCH lines of a follower whose fetch offset reached the response's high
+    watermark (rule 2's catch-up evidence), ``f_``-prefixed."""
+    return events.where(
+        (F.col("event_type") == "request_fetch")
+        & F.col("offset").isNotNull()
+        & F.col("high_watermark").isNotNull()
+        & (F.col("offset") >= F.col("high_watermark"))
+    ).select(
+        F.col("cluster_id").alias("f_cluster"),
+        F.col("broker_id").alias("f_leader"),
+        F.col("replica_id").alias("f_replica"),
+        F.col("topic").alias("f_topic"),
+        F.col("topic_id").alias("f_topic_id"),
+        F.col("partition").alias("f_partition"),
+        F.col("broker_epoch").alias("f_be"),
+        F.col("event_time").alias("f_time"),
+        F.col("event_id").alias("f_event_id"),
+    )
+
+
+def stale_broker_epoch_isr_join_carry(ctx: CheckContext) -> DataFrame:
+    """Traffic (cluster_id, event_id) rule 2 still needs from before a nightly run's horizon
+    (``transforms.carry``): every fetch a join's probes picked (last caught-up fetch, last one of
+    the registered epoch, last one without an epoch), so every join keeps its answer; per (leader,
+    replica, partition, topic, replica epoch) the last caught-up fetch, for joins still to come;
+    per broker its last request-log line (``l_last``: the leader kept logging)."""
+    tl, br = _silver(ctx)
+    joins = isr_joins(tl, br).withColumn("_join_id", F.col("event_id"))
+    cand = joins.where(F.col("registered_at_time").isNotNull() & F.col("event_time").isNotNull())
+    fetch = caught_up_fetches(ctx.events)
+    probes = _fetch_probes(cand, fetch, ctx.config.max_clock_skew_ms / 1000.0)
+    picked = probes.select(F.explode(F.array("_F.f_event_id", "_S.f_event_id", "_N.f_event_id")).alias("event_id"))
+    last = fetch.groupBy("f_cluster", "f_leader", "f_replica", "f_partition", "f_topic", "f_topic_id", "f_be").agg(
+        F.max(F.struct("f_time", "f_event_id")).alias("_m")
+    )
+    logs = (
+        ctx.events.where((F.col("log_kind") == "request") & F.col("event_time").isNotNull())
+        .groupBy("cluster_id", "broker_id")
+        .agg(F.max(F.struct("event_time", "event_id")).alias("_m"))
+    )
+    ids = picked.unionByName(last.select(F.col("_m.f_event_id").alias("event_id"))).unionByName(
+        logs.select(F.col("_m.event_id").alias("event_id"))
+    )
+    return ids.where(F.col("event_id").isNotNull()).distinct()
 
 
 def stale_broker_epoch_isr_join(ctx: CheckContext) -> DataFrame:
@@ -290,22 +352,7 @@ def stale_broker_epoch_isr_join(ctx: CheckContext) -> DataFrame:
     )
 
     # ---- rule 2
-    fetch = ctx.events.where(
-        (F.col("event_type") == "request_fetch")
-        & F.col("offset").isNotNull()
-        & F.col("high_watermark").isNotNull()
-        & (F.col("offset") >= F.col("high_watermark"))
-    ).select(
-        F.col("cluster_id").alias("f_cluster"),
-        F.col("broker_id").alias("f_leader"),
-        F.col("replica_id").alias("f_replica"),
-        F.col("topic").alias("f_topic"),
-        F.col("topic_id").alias("f_topic_id"),
-        F.col("partition").alias("f_partition"),
-        F.col("broker_epoch").alias("f_be"),
-        F.col("event_time").alias("f_time"),
-        F.col("event_id").alias("f_event_id"),
-    )
+    fetch = caught_up_fetches(ctx.events)
     cand = joins.where(F.col("registered_at_time").isNotNull() & F.col("event_time").isNotNull())
     agg = last_caught_up_fetches(cand, fetch, skew_s)
     leader_logs = (

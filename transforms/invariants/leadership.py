@@ -603,18 +603,12 @@ def leadership_markers(tl: DataFrame) -> DataFrame:
     return lead.unionByName(move).filter(F.col("event_time").isNotNull())
 
 
-def _time_rule(ctx: CheckContext) -> DataFrame:
-    """Request log: B answered PRODUCE for P with error NONE at t after the controller moved P's
-    leadership away from B (a higher LE led by another broker or none) or fenced B, before t.
-    Strictly before: a PRODUCE timed before (or at) the move is never reported, nor one that B's
-    own log places after it became leader again (its leader line for a higher LE, B's clock, at
-    or before t). Confirmed when t - move > max_clock_skew_ms and B did not regain leadership
-    within the tolerance after t; else suspected. One row per (partition, broker, move / fence
-    record)."""
-    skew_us = int(ctx.config.max_clock_skew_ms) * 1000
+def _after_marks(ctx: CheckContext) -> tuple[DataFrame, DataFrame]:
+    """The time rule's candidates, before its exemptions: OK produces B answered for P after the
+    last leadership marker of (P, B) moved P away from B (``u``), and OK produces after the last
+    fence marker of B fenced it (``uf``); both with that marker as ``last_m``."""
     tl = silver(ctx, "partition_timeline")
     marks = leadership_markers(tl)
-    fences = fence_markers(ctx.events)
     prod = (
         ctx.events.filter((F.col("event_type") == "request_produce") & is_ok(F.col("error")))
         .filter(F.col("event_time").isNotNull() & F.col("topic").isNotNull())
@@ -623,9 +617,7 @@ def _time_rule(ctx: CheckContext) -> DataFrame:
     pk = [*_PART, "broker_id"]
     # Compact the big side first: only produces on a broker that was ever moved away / fenced.
     moved = marks.filter(F.col("kind") == "move").select(*pk).distinct()
-    fenced = fences.filter(F.col("kind") == "fence").select("cluster_id", "broker_id").distinct()
     p_move = prod.join(F.broadcast(moved), pk, "left_semi")
-    p_fence = prod.join(F.broadcast(fenced), ["cluster_id", "broker_id"], "left_semi")
 
     mk = F.struct("kind", "event_time", "event_id", "held_le", "new_le", "new_leader")
     u = p_move.select(
@@ -663,6 +655,62 @@ def _time_rule(ctx: CheckContext) -> DataFrame:
         )
         .filter(F.col("is_prod") & (F.col("last_m.kind") == "move"))
     )
+    return u, _after_fences(ctx, prod)
+
+
+def _after_fences(ctx: CheckContext, prod: DataFrame) -> DataFrame:
+    fences = fence_markers(ctx.events)
+    pk = [*_PART, "broker_id"]
+    fk = ["cluster_id", "broker_id"]
+    fenced = fences.filter(F.col("kind") == "fence").select("cluster_id", "broker_id").distinct()
+    p_fence = prod.join(F.broadcast(fenced), ["cluster_id", "broker_id"], "left_semi")
+    uf = p_fence.select(
+        *pk,
+        "event_time",
+        F.lit(0).alias("rank"),
+        F.lit(None).cast("long").alias("seq"),
+        "event_id",
+        F.lit(None).alias("m"),
+        F.lit(True).alias("is_prod"),
+    ).unionByName(
+        fences.select(
+            "cluster_id",
+            F.lit(None).cast("string").alias("topic"),
+            F.lit(None).cast("int").alias("partition"),
+            "broker_id",
+            "event_time",
+            F.lit(1).alias("rank"),
+            F.col("metadata_offset").alias("seq"),
+            "event_id",
+            F.struct("kind", "event_time", "event_id").alias("m"),
+            F.lit(False).alias("is_prod"),
+        )
+    )
+    wf = Window.partitionBy(*fk).orderBy("event_time", "rank", "seq", "event_id")
+    return uf.withColumn(
+        "last_m", F.last("m", ignorenulls=True).over(wf.rowsBetween(Window.unboundedPreceding, 0))
+    ).filter(F.col("is_prod") & (F.col("last_m.kind") == "fence"))
+
+
+def write_accepted_carry(ctx: CheckContext) -> DataFrame:
+    """Traffic (event_id) the time rule still needs from before a nightly run's horizon
+    (``transforms.carry``): every produce it reads as a candidate, before its exemptions (a lead
+    within the tolerance, B's own later leader line) and grouping. A healthy cluster has none."""
+    u, uf = _after_marks(ctx)
+    return u.select("event_id").unionByName(uf.select("event_id")).distinct()
+
+
+def _time_rule(ctx: CheckContext) -> DataFrame:
+    """Request log: B answered PRODUCE for P with error NONE at t after the controller moved P's
+    leadership away from B (a higher LE led by another broker or none) or fenced B, before t.
+    Strictly before: a PRODUCE timed before (or at) the move is never reported, nor one that B's
+    own log places after it became leader again (its leader line for a higher LE, B's clock, at
+    or before t). Confirmed when t - move > max_clock_skew_ms and B did not regain leadership
+    within the tolerance after t; else suspected. One row per (partition, broker, move / fence
+    record)."""
+    skew_us = int(ctx.config.max_clock_skew_ms) * 1000
+    u, uf = _after_marks(ctx)
+    pk = [*_PART, "broker_id"]
     gap = micros(F.col("event_time")) - micros(F.col("last_m.event_time"))
     near_lead = F.col("next_lead").isNotNull() & (
         micros(F.col("next_lead")) - micros(F.col("event_time")) <= F.lit(skew_us)
@@ -702,33 +750,6 @@ def _time_rule(ctx: CheckContext) -> DataFrame:
         "left_anti",
     ).drop("mark_time")
 
-    fk = ["cluster_id", "broker_id"]
-    uf = p_fence.select(
-        *pk,
-        "event_time",
-        F.lit(0).alias("rank"),
-        F.lit(None).cast("long").alias("seq"),
-        "event_id",
-        F.lit(None).alias("m"),
-        F.lit(True).alias("is_prod"),
-    ).unionByName(
-        fences.select(
-            "cluster_id",
-            F.lit(None).cast("string").alias("topic"),
-            F.lit(None).cast("int").alias("partition"),
-            "broker_id",
-            "event_time",
-            F.lit(1).alias("rank"),
-            F.col("metadata_offset").alias("seq"),
-            "event_id",
-            F.struct("kind", "event_time", "event_id").alias("m"),
-            F.lit(False).alias("is_prod"),
-        )
-    )
-    wf = Window.partitionBy(*fk).orderBy("event_time", "rank", "seq", "event_id")
-    uf = uf.withColumn(
-        "last_m", F.last("m", ignorenulls=True).over(wf.rowsBetween(Window.unboundedPreceding, 0))
-    ).filter(F.col("is_prod") & (F.col("last_m.kind") == "fence"))
     fgap = micros(F.col("event_time")) - micros(F.col("last_m.event_time"))
     fence_rows = uf.join(moved_ids, "event_id", "left_anti").select(
         *pk,
@@ -801,12 +822,8 @@ def check_write_accepted_by_fenced_leader(ctx: CheckContext) -> DataFrame:
 
 
 # --- produce_epoch_mismatch_accepted ----------------------------------------------------------
-def check_produce_epoch_mismatch(ctx: CheckContext) -> DataFrame:
-    """``produce_epoch_mismatch_accepted``: where a PRODUCE carries a request-level
-    CurrentLeaderEpoch (systems implementing KIP-359; Apache Kafka never shipped it), an append that
-    succeeded must have matched the leader's epoch. The leader's epoch is the one the line states
-    (``current_leader_epoch``), else the last LE the broker held for the partition at or before the
-    request (same host clock). No held LE known: nothing is reported."""
+def _mismatched_produces(ctx: CheckContext) -> DataFrame:
+    """OK produces whose stated epoch differs from the epoch the broker held (``expected``)."""
     prod = (
         ctx.events.filter((F.col("event_type") == "request_produce") & is_ok(F.col("error")))
         .filter(F.col("leader_epoch").isNotNull() & (F.col("leader_epoch") >= 0))
@@ -842,9 +859,25 @@ def check_produce_epoch_mismatch(ctx: CheckContext) -> DataFrame:
     u = u.withColumn("last_h", F.last("h", ignorenulls=True).over(w.rowsBetween(Window.unboundedPreceding, 0)))
     u = u.filter(F.col("is_prod"))
     expected = F.coalesce(F.col("current_leader_epoch"), F.col("last_h.le"))
-    u = u.withColumn("expected", expected).filter(
+    return u.withColumn("expected", expected).filter(
         F.col("expected").isNotNull() & (F.col("expected") != F.col("leader_epoch"))
     )
+
+
+def produce_epoch_mismatch_carry(ctx: CheckContext) -> DataFrame:
+    """Traffic (event_id) the check still needs from before a nightly run's horizon
+    (``transforms.carry``): the mismatched produces it reports (each stands on its own line and
+    the broker's held epochs, which are state)."""
+    return _mismatched_produces(ctx).select("event_id")
+
+
+def check_produce_epoch_mismatch(ctx: CheckContext) -> DataFrame:
+    """``produce_epoch_mismatch_accepted``: where a PRODUCE carries a request-level
+    CurrentLeaderEpoch (systems implementing KIP-359; Apache Kafka never shipped it), an append that
+    succeeded must have matched the leader's epoch. The leader's epoch is the one the line states
+    (``current_leader_epoch``), else the last LE the broker held for the partition at or before the
+    request (same host clock). No held LE known: nothing is reported."""
+    u = _mismatched_produces(ctx)
     held_id = F.when(F.col("current_leader_epoch").isNull(), F.col("last_h.id"))
     return to_check(
         u,
@@ -871,6 +904,12 @@ def check_produce_epoch_mismatch(ctx: CheckContext) -> DataFrame:
 INVARIANTS_C2_LEADERSHIP = [
     Invariant(ids=("leader_epoch_regression",), check=check_leader_epoch_regression),
     Invariant(ids=("two_leaders_same_epoch",), check=check_two_leaders_same_epoch),
-    Invariant(ids=("write_accepted_by_fenced_leader",), check=check_write_accepted_by_fenced_leader),
-    Invariant(ids=("produce_epoch_mismatch_accepted",), check=check_produce_epoch_mismatch),
+    Invariant(
+        ids=("write_accepted_by_fenced_leader",), check=check_write_accepted_by_fenced_leader,
+        carry=write_accepted_carry,
+    ),
+    Invariant(
+        ids=("produce_epoch_mismatch_accepted",), check=check_produce_epoch_mismatch,
+        carry=produce_epoch_mismatch_carry,
+    ),
 ]

@@ -39,6 +39,15 @@ def rp_acks_majority_loss(events: DataFrame) -> DataFrame:
     return rp.join(acks, _PART).join(loss, _PART).withColumn("rp_expected", F.lit(True))
 
 
+def rp_acks_carry(ctx: CheckContext) -> DataFrame:
+    """Traffic (event_id) ``rp_acks_majority_loss`` still needs from before a nightly run's horizon
+    (``transforms.carry``): one acks=0/1 produce per partition (it only asks whether one exists)."""
+    acks = ctx.events.filter(F.col("event_type") == "request_produce").filter(
+        F.col("details")["acks"].isin("0", "1") | F.col("raw").rlike(_ACKS01)
+    )
+    return acks.groupBy(*_PART).agg(F.min("event_id").alias("event_id")).select("event_id")
+
+
 def check_high_watermark_regression(ctx: CheckContext) -> DataFrame:
     """``high_watermark_regression``: per (broker, partition) the HW a broker records never moves
     backwards in its own order, checked as two separate series that are never mixed: the "high
@@ -331,6 +340,6 @@ def check_epoch_start_offset_divergence(ctx: CheckContext) -> DataFrame:
 
 
 INVARIANTS_C2_OFFSETS = [
-    Invariant(ids=("high_watermark_regression",), check=check_high_watermark_regression),
+    Invariant(ids=("high_watermark_regression",), check=check_high_watermark_regression, carry=rp_acks_carry),
     Invariant(ids=("epoch_start_offset_divergence",), check=check_epoch_start_offset_divergence),
 ]

@@ -1,0 +1,179 @@
+"""Carried traffic (transforms.carry): every check over a nightly run's input (state events, traffic
+from the horizon on, the carried traffic) answers exactly as over the whole history.
+
+Histories: the differential generators (ZK requests, KRaft metadata logs with registrations, ISR
+joins and caught-up fetches, ZK controller decisions with produces after moves, Redpanda terms,
+snapshot-cut and holed metadata logs). Two successive horizons: the first carry is taken from the
+whole history (a night that read everything), the second from the first windowed input (a night
+that read the carry), as the pipeline chains them.
+"""
+
+from __future__ import annotations
+
+import random
+from datetime import timedelta
+
+import pytest
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from jobs.ingest import with_file_own_time
+from tests.c1_events import BASE, History, to_df
+from tests.helpers import release_spark_memory
+from tests.test_differential_full import _histories
+from transforms.carry import anchor_fingerprints, carried_events, windowed
+from transforms.invariants import INVARIANTS
+from transforms.invariants.base import CHECK_COLUMNS, CheckContext
+from transforms.schema import TRAFFIC_TYPES
+from transforms.timelines import SILVER_BUILDERS as TIMELINE_BUILDERS
+
+SEEDS = [11, 23, 37, 41]
+# in seconds after BASE: the histories' traffic lies between 0 and ~30 s
+H1, H2 = 4.0, 9.0
+
+
+def straddling_history(seed: int) -> History:
+    """A KRaft cluster whose violations stand on traffic on both sides of the horizons.
+
+    Leadership moves from broker 1 to 3 early, and broker 1 keeps answering PRODUCE OK before and
+    after both horizons (write_accepted_by_fenced_leader: one row citing the first produce and
+    counting them all). Broker 2's only caught-up fetch to leader 3 (old incarnation) comes early;
+    it leaves the ISR, registers again and rejoins later without a fetch of the new incarnation
+    (stale_broker_epoch_isr_join, rule 2, citing the early fetch). Broker 1's fetches keep the
+    leader's request log going. The seed moves each event around the horizons.
+    """
+    rnd = random.Random(seed)
+    h = History(f"straddle-{seed}")
+    jitter = [rnd.uniform(-1.5, 1.5) for _ in range(8)]
+    h.batch(0, 3, t=0)
+    for i, be in {1: 10, 2: 20, 3: 30}.items():
+        h.register(i - 1, broker=i, be=be, t=0)
+    h.topic(3, t=0)
+    h.batch(4, 4, t=0.5)
+    h.partition(4, leader=1, isr=[1, 2, 3], t=0.5)
+    h.batch(5, 5, t=1)
+    h.change(5, leader=3, isr=[1, 2, 3], t=1)  # broker 1 moved away
+    h.ev("request_fetch", 3, "request", t=2.5 + jitter[0], topic="orders", partition=0, replica_id=2, offset=100,
+         high_watermark=100, broker_epoch=rnd.choice([20, None]))
+    h.batch(6, 6, t=5 + jitter[1])
+    h.change(6, isr=[1, 3], t=5 + jitter[1])
+    h.batch(7, 7, t=7 + jitter[2])
+    h.register(7, broker=2, be=120, fenced=False, t=7 + jitter[2])
+    h.batch(8, 8, t=12 + jitter[3])
+    h.change(8, isr=[1, 2, 3], t=12 + jitter[3])  # broker 2 rejoins on its old fetch
+    for k, t in enumerate((3.5, 6.0, 10.0, 15.0)):
+        h.ev("request_produce", 1, "request", t=t + jitter[4 + k] / 3, topic="orders", partition=0, error="NONE")
+    for t in range(1, 20, 3):
+        h.ev("request_fetch", 3, "request", t=t + 0.4, topic="orders", partition=0, replica_id=1, offset=90,
+             high_watermark=100, broker_epoch=10)
+    return h
+
+
+def _ctx(events: DataFrame) -> CheckContext:
+    from transforms.broker_views import SILVER_BUILDERS as VIEW_BUILDERS
+
+    ctx = CheckContext(events=events)
+    builders = {**TIMELINE_BUILDERS, **VIEW_BUILDERS}
+    ctx.silver = {name: fn(events, ctx.config).localCheckpoint() for name, fn in builders.items()}
+    return ctx
+
+
+def _answers(ctx: CheckContext) -> list[tuple]:
+    out = INVARIANTS[0].check(ctx)
+    for inv in INVARIANTS[1:]:
+        out = out.unionByName(inv.check(ctx))
+    rows = out.select(*CHECK_COLUMNS).collect()
+    return sorted((tuple(tuple(v) if isinstance(v, list) else v for v in r) for r in rows), key=str)
+
+
+def _horizons(spark, events: DataFrame, seconds: float) -> DataFrame:
+    clusters = [r["cluster_id"] for r in events.select("cluster_id").distinct().collect()]
+    at = BASE + timedelta(seconds=seconds)
+    return spark.createDataFrame([(c, at) for c in clusters], "cluster_id string, horizon timestamp")
+
+
+@pytest.fixture(scope="module")
+def whole(spark):
+    histories = _histories(SEEDS) + [straddling_history(s) for s in range(6)]
+    rows = [r for h in histories for r in h.rows]
+    events = with_file_own_time(to_df(spark, rows), {}).localCheckpoint()
+    ctx = _ctx(events)
+    yield events, ctx, _answers(ctx)
+    release_spark_memory(spark)
+
+
+def test_windowed_checks_answer_as_the_whole_history(spark, whole):
+    events, full_ctx, want = whole
+    assert want, "the histories hold violations"
+    traffic = events.where(F.col("event_type").isin(*TRAFFIC_TYPES))
+
+    # night 1 read everything; its carry for H1
+    hz1 = _horizons(spark, events, H1)
+    carry1 = carried_events(full_ctx, INVARIANTS, hz1).localCheckpoint()
+    night2 = windowed(events, hz1).unionByName(carry1)
+    # silver from the whole history, as the pipeline builds it from all state events (silver reads
+    # no traffic: tests/test_nightly.py compares nightly and whole silver tables)
+    ctx2 = CheckContext(events=night2, silver=dict(full_ctx.silver))
+    assert _answers(ctx2) == want
+
+    # night 2 read the carry; its carry for H2, from what it read
+    hz2 = _horizons(spark, events, H2)
+    carry2 = carried_events(ctx2, INVARIANTS, hz2).localCheckpoint()
+    night3 = windowed(events, hz2).unionByName(carry2)
+    assert _answers(CheckContext(events=night3, silver=dict(full_ctx.silver))) == want
+
+    # not trivial: the windowed inputs leave old traffic out, and answers cite carried events
+    before2 = traffic.where(F.col("event_time") < F.lit(BASE + timedelta(seconds=H2))).count()
+    assert 0 < carry2.count() < before2, (carry2.count(), before2)
+    carried_ids = {r["event_id"] for r in carry2.select("event_id").collect()}
+    ev = CHECK_COLUMNS.index("evidence")
+    for invariant in ("stale_broker_epoch_isr_join", "write_accepted_by_fenced_leader"):
+        rows = [r for r in want if r[0] == invariant]
+        assert any(set(r[ev]) & carried_ids for r in rows), f"no {invariant} stands on carried traffic"
+
+
+def test_anchor_fingerprint_sees_a_changed_past_only(spark, whole):
+    events, full_ctx, _ = whole
+    hz = _horizons(spark, events, H1)
+    base = {r["cluster_id"]: r["fingerprint"] for r in anchor_fingerprints(full_ctx, hz).collect()}
+    # more history after the horizon: same fingerprints (a nightly run's normal case)
+    later = events.where(
+        F.col("event_time").isNull() | (F.col("event_time") < F.lit(BASE + timedelta(seconds=H2)))
+    ).localCheckpoint()
+    cut = {r["cluster_id"]: r["fingerprint"] for r in anchor_fingerprints(CheckContext(later), hz).collect()}
+    assert cut == base
+    # a held epoch before the horizon changed (a late state-change line): that cluster's changes
+    victim = (
+        full_ctx.silver["broker_leader_epochs"]
+        .where(F.col("event_time") < F.lit(BASE + timedelta(seconds=H1)))
+        .select("cluster_id", "event_id")
+        .orderBy("event_id")
+        .first()
+    )
+    changed = events.withColumn(
+        "leader_epoch",
+        F.when(F.col("event_id") == victim["event_id"], F.col("leader_epoch") + 100).otherwise(F.col("leader_epoch")),
+    )
+    now = {r["cluster_id"]: r["fingerprint"] for r in anchor_fingerprints(CheckContext(changed), hz).collect()}
+    assert {c for c in base if now[c] != base[c]} == {victim["cluster_id"]}
+
+
+def test_ingest_drops_the_carry_of_a_cluster_whose_old_traffic_arrives(spark, tmp_path):
+    from jobs.carry import CARRY_TABLE, carried_horizons, drop_outdated_carries
+    from jobs.storage import DeltaRsStorage
+
+    storage = DeltaRsStorage(spark, str(tmp_path / "lake"))
+    at = BASE + timedelta(hours=1)
+    marker = "cluster_id string, event_id string, event_type string, carry_horizon_micros long, carry_fingerprint string"
+    # the same conversion as the events' times (PySpark reads naive datetimes in local time)
+    micros = spark.createDataFrame([(at,)], "t timestamp").select(F.unix_micros("t")).first()[0]
+    storage.append(CARRY_TABLE, spark.createDataFrame(
+        [(c, f"carry_horizon|{c}", "carry_horizon", micros, "fp") for c in ("a", "b", "c")], marker
+    ))
+    h = {c: History(c) for c in ("a", "b", "c")}
+    h["a"].ev("request_fetch", 1, "request", t=3600 - 5)  # old traffic: a's carry no longer holds
+    h["b"].ev("request_produce", 1, "request", t=3600 + 5)  # new traffic
+    h["c"].ev("become_leader", 1, t=0)  # old state: the anchor fingerprint decides, not ingest
+    events = to_df(spark, [r for x in h.values() for r in x.rows])
+    assert drop_outdated_carries(storage, events) == ["a"]
+    assert sorted(carried_horizons(storage)) == ["b", "c"]
