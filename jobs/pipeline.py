@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+import time
 from dataclasses import dataclass, field
 from functools import reduce
 from typing import Any
@@ -266,9 +267,11 @@ def run_checks(
         _remove_staging(staged.rsplit("/", 1)[0])
         carried = {"read_from": {c: iso_of(h) for c, h in sorted(horizons.items())}}
         if config.incremental.carry_traffic and supports_carry(storage):
+            started = time.perf_counter()
             carried["next"] = write_carries(
                 spark, storage, ctx, INVARIANTS, dirty, horizons, config.incremental.traffic_lag_minutes
             )
+            carried["seconds"] = round(time.perf_counter() - started, 3)
     if not storage.exists(VIOLATIONS_TABLE):
         detail = {"clusters": dirty, "violations": [], "known": 0, "rejected_isr_joins": rejected}
         return StageResult("check", "ran", detail), None

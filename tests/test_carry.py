@@ -28,8 +28,9 @@ from transforms.schema import TRAFFIC_TYPES
 from transforms.timelines import SILVER_BUILDERS as TIMELINE_BUILDERS
 
 SEEDS = [11, 23, 37, 41]
-# in seconds after BASE: the histories' traffic lies between 0 and ~30 s
-H1, H2 = 4.0, 9.0
+# in seconds after BASE (the histories' traffic lies between 0 and ~30 s): nights deliver what is
+# timed before T1, T2, then everything; their carries are taken for horizons H1, H2
+T1, H1, T2, H2 = 6.0, 4.0, 11.0, 9.0
 
 
 def straddling_history(seed: int) -> History:
@@ -102,24 +103,33 @@ def whole(spark):
     release_spark_memory(spark)
 
 
+def _delivered(events: DataFrame, seconds: float) -> DataFrame:
+    """What the collector delivered by BASE + seconds (untimed events: from the first night)."""
+    return events.where(F.col("event_time").isNull() | (F.col("event_time") < F.lit(BASE + timedelta(seconds=seconds))))
+
+
 def test_windowed_checks_answer_as_the_whole_history(spark, whole):
+    """Three nights: T1, T2 delivered, then everything. Night 1 reads all it has and carries for
+    H1 < T1; night 2 reads its traffic from H1 on plus that carry and carries for H2 < T2; night 3
+    reads from H2 on plus the second carry. Each night answers as one run over what it has. Joins
+    and produces that arrive after a carry was taken need its "last per key" part, not only the
+    events the answers of its night stood on."""
     events, full_ctx, want = whole
     assert want, "the histories hold violations"
     traffic = events.where(F.col("event_type").isin(*TRAFFIC_TYPES))
 
-    # night 1 read everything; its carry for H1
-    hz1 = _horizons(spark, events, H1)
-    carry1 = carried_events(full_ctx, INVARIANTS, hz1).localCheckpoint()
-    night2 = windowed(events, hz1).unionByName(carry1)
-    # silver from the whole history, as the pipeline builds it from all state events (silver reads
-    # no traffic: tests/test_nightly.py compares nightly and whole silver tables)
-    ctx2 = CheckContext(events=night2, silver=dict(full_ctx.silver))
-    assert _answers(ctx2) == want
+    night1 = _delivered(events, T1).localCheckpoint()
+    ctx1 = _ctx(night1)
+    carry1 = carried_events(ctx1, INVARIANTS, _horizons(spark, events, H1)).localCheckpoint()
 
-    # night 2 read the carry; its carry for H2, from what it read
-    hz2 = _horizons(spark, events, H2)
-    carry2 = carried_events(ctx2, INVARIANTS, hz2).localCheckpoint()
-    night3 = windowed(events, hz2).unionByName(carry2)
+    upto2 = _delivered(events, T2).localCheckpoint()
+    whole2 = _ctx(upto2)  # silver as the pipeline builds it: from every state event delivered
+    night2 = windowed(upto2, _horizons(spark, events, H1)).unionByName(carry1)
+    ctx2 = CheckContext(events=night2, silver=dict(whole2.silver))
+    assert _answers(ctx2) == _answers(whole2)
+
+    carry2 = carried_events(ctx2, INVARIANTS, _horizons(spark, events, H2)).localCheckpoint()
+    night3 = windowed(events, _horizons(spark, events, H2)).unionByName(carry2)
     assert _answers(CheckContext(events=night3, silver=dict(full_ctx.silver))) == want
 
     # not trivial: the windowed inputs leave old traffic out, and answers cite carried events
