@@ -150,15 +150,20 @@ def test_replace_where_on_an_unpartitioned_table(spark, store):
     assert _rows(store.read_where("state/t", "cluster_id", ["c2"]), "id") == [(2,)]
 
 
-def test_bronze_layout_adds_the_day_unless_the_lake_predates_it(spark, store):
-    from jobs.ingest import EVENTS_TABLE, bronze_layout
-
-    events = spark.createDataFrame(
-        [("e1", "c1", 1709596800, "request_fetch", "f1", 1, 0)],
+def _one_event(spark, event_type: str):
+    """One event with the columns bronze_layout derives its layout columns from."""
+    return spark.createDataFrame(
+        [("e1", "c1", 1709596800, event_type, "f1", 1, 0)],
         "event_id string, cluster_id string, t long, event_type string, file_id string, line_number long, "
         "sub_index int",
     ).select("event_id", "cluster_id", F.timestamp_seconds("t").alias("event_time"), "event_type", "file_id",
              "line_number", "sub_index")
+
+
+def test_bronze_layout_adds_the_day_unless_the_lake_predates_it(spark, store):
+    from jobs.ingest import EVENTS_TABLE, bronze_layout
+
+    events = _one_event(spark, "request_fetch")
     laid = bronze_layout(store, events)  # a new lake: day and class partitions, own time
     assert {EVENT_DATE_COLUMN, "event_class", "own_time"} <= set(laid.columns)
     assert laid.select("event_class").first()[0] == "traffic"
@@ -384,12 +389,7 @@ def test_columns_come_from_the_log_without_reading(spark, store, monkeypatch):
 def test_bronze_layout_reads_only_the_schema(spark, store, monkeypatch):
     from jobs.ingest import EVENTS_TABLE, bronze_layout
 
-    events = spark.createDataFrame(
-        [("e1", "c1", 1709596800, "become_leader", "f1", 1, 0)],
-        "event_id string, cluster_id string, t long, event_type string, file_id string, line_number long, "
-        "sub_index int",
-    ).select("event_id", "cluster_id", F.timestamp_seconds("t").alias("event_time"), "event_type", "file_id",
-             "line_number", "sub_index")
+    events = _one_event(spark, "become_leader")
     store.append(EVENTS_TABLE, bronze_layout(store, events))
 
     def no_read(*args, **kwargs):
