@@ -56,9 +56,19 @@ def iso_of(micros: int) -> str:
     return dt.datetime.fromtimestamp(micros / 1e6, dt.UTC).strftime("%Y-%m-%dT%H:%MZ")
 
 
+def _carry_matches_bronze(storage: LakeStorage) -> bool:
+    """A carry table exists and holds every bronze column (a carry written before bronze's schema
+    changed is no carry: the clusters are read whole once and carried again)."""
+    if not storage.exists(CARRY_TABLE):
+        return False
+    if not storage.exists(EVENTS_TABLE):
+        return True
+    return set(storage.columns(EVENTS_TABLE)) <= set(storage.columns(CARRY_TABLE))
+
+
 def carried_horizons(storage: LakeStorage, clusters: list[str] | None = None) -> dict[str, tuple[int, str]]:
     """{cluster: (horizon micros, anchor fingerprint)} of the carries stored (one marker row each)."""
-    if not storage.exists(CARRY_TABLE):
+    if not _carry_matches_bronze(storage):
         return {}
     table = storage.read_where(CARRY_TABLE, "cluster_id", clusters) if clusters is not None else storage.read(
         CARRY_TABLE
@@ -185,5 +195,8 @@ def write_carries(
         f"cluster_id string, event_id string, event_type string, {HORIZON_COLUMN} long, {FINGERPRINT_COLUMN} string",
     )
     out = rows.select(*schema_cols, HORIZON_COLUMN, FINGERPRINT_COLUMN).unionByName(markers, allowMissingColumns=True)
-    storage.replace_where(CARRY_TABLE, out, "cluster_id", clusters)
+    if storage.exists(CARRY_TABLE) and set(storage.columns(CARRY_TABLE)) != set(out.columns):
+        storage.overwrite(CARRY_TABLE, out)  # another layout: every other cluster's carry goes too
+    else:
+        storage.replace_where(CARRY_TABLE, out, "cluster_id", clusters)
     return {c: iso_of(h) for c, h in sorted(horizons.items())}

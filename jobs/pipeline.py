@@ -273,7 +273,10 @@ def run_checks(
             )
             carried["seconds"] = round(time.perf_counter() - started, 3)
     if not storage.exists(VIOLATIONS_TABLE):
-        detail = {"clusters": dirty, "violations": [], "known": 0, "rejected_isr_joins": rejected}
+        detail = {
+            "clusters": dirty, "violations": [], "known": 0, "rejected_isr_joins": rejected,
+            "carried_traffic": carried,
+        }
         return StageResult("check", "ran", detail), None
     gold = storage.read(VIOLATIONS_TABLE)
     # Written by a run that was killed before it completed: never reported, so this run reports them.

@@ -187,3 +187,18 @@ def test_ingest_drops_the_carry_of_a_cluster_whose_old_traffic_arrives(spark, tm
     events = to_df(spark, [r for x in h.values() for r in x.rows])
     assert drop_outdated_carries(storage, events) == ["a"]
     assert sorted(carried_horizons(storage)) == ["b", "c"]
+
+
+def test_a_carry_without_a_bronze_column_counts_as_none(spark, tmp_path):
+    from jobs.carry import CARRY_TABLE, EVENTS_TABLE, carried_horizons
+    from jobs.storage import DeltaRsStorage
+
+    storage = DeltaRsStorage(spark, str(tmp_path / "lake"))
+    marker = "cluster_id string, event_id string, event_type string, carry_horizon_micros long, carry_fingerprint string"
+    storage.append(CARRY_TABLE, spark.createDataFrame([("a", "carry_horizon|a", "carry_horizon", 1, "fp")], marker))
+    storage.append(EVENTS_TABLE, spark.createDataFrame([("e1", "a", "x")], "event_id string, cluster_id string, event_type string"))
+    assert carried_horizons(storage) == {"a": (1, "fp")}
+    # bronze gained a column the carry was written without (a newer build): no carry until rewritten
+    storage.overwrite(EVENTS_TABLE, spark.createDataFrame(
+        [("e1", "a", "x", 1)], "event_id string, cluster_id string, event_type string, extra int"))
+    assert carried_horizons(storage) == {}
