@@ -12,11 +12,11 @@ import time
 
 from pyspark.sql import functions as F
 
-from jobs.carry import CARRY_TABLE
-from jobs.config import load_config
-from jobs.pipeline import GOLD_STATE_TABLE, run_checks
-from jobs.spark import get_spark
-from jobs.storage import open_storage
+from epoch_audit.config import load_config
+from epoch_audit.lake.storage import open_storage
+from epoch_audit.spark import get_spark
+from epoch_audit.stages.carry import CARRY_TABLE
+from epoch_audit.stages.pipeline import GOLD_STATE_TABLE, run_checks
 
 lake, lag = sys.argv[1], int(sys.argv[2])
 cfg = load_config(None, "local")

@@ -11,7 +11,7 @@ import itertools
 from datetime import datetime, timedelta
 from typing import Any
 
-from transforms.schema import EVENT_COLUMNS, EVENT_SCHEMA
+from epoch_audit.contracts.events import EVENT_COLUMNS, EVENT_SCHEMA
 
 BASE = datetime(2024, 3, 5, 9, 0, 0)
 

@@ -13,9 +13,9 @@ from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
-from transforms.invariants.base import CHECK_COLUMNS, CheckConfig, CheckContext
-from transforms.invariants.leadership import TIMELINE_SCHEMA
-from transforms.schema import EVENT_COLUMNS, EVENT_SCHEMA
+from epoch_audit.contracts.events import EVENT_COLUMNS, EVENT_SCHEMA
+from epoch_audit.gold.base import CHECK_COLUMNS, CheckConfig, CheckContext
+from epoch_audit.gold.invariants.leadership import TIMELINE_SCHEMA
 
 T0 = dt.datetime(2024, 3, 5, 9, 0, 0)
 

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import settings
 from pyspark.sql import SparkSession
 
-from jobs.spark import get_spark
+from epoch_audit.spark import get_spark
 from tests.helpers import release_spark_memory
 
 # Generated histories are reproducible in CI: the same examples every run (a failure is a real

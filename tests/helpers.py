@@ -7,7 +7,7 @@ import hashlib
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
 
-from transforms.records import frame_log_lines
+from epoch_audit.bronze.records import frame_log_lines
 
 LINE_SCHEMA = StructType(
     [

@@ -8,10 +8,10 @@ from __future__ import annotations
 import json
 
 import pytest
+from epoch_audit_tools.bench import _stages, corpus_for, plan_parameters
+from epoch_audit_tools import bench as bench_module
 
-from jobs import bench as bench_module
-from jobs.bench import _stages, corpus_for, plan_parameters
-from jobs.cli import main
+from epoch_audit.cli import main
 
 STAGES = ("ingest", "timelines", "checks")
 

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from epoch_audit_tools.reference_model import broker_views as model
 
-from reference_model import broker_views as model
+from epoch_audit.silver.broker_views import broker_leader_epochs, produce_runs, replica_offsets
 from tests.c2_events import H, to_frames
-from transforms.broker_views import broker_leader_epochs, produce_runs, replica_offsets
 
 
 def _history() -> H:

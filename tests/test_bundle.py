@@ -16,8 +16,8 @@ from zoneinfo import ZoneInfo
 import pytest
 import yaml
 
-from jobs.cli import build_parser
-from jobs.config import load_config
+from epoch_audit.cli import build_parser
+from epoch_audit.config import load_config
 
 REPO = Path(__file__).resolve().parent.parent
 BUNDLE = REPO / "databricks.yml"
@@ -209,7 +209,7 @@ def test_wheel_task_parameters_are_accepted_by_the_cli():
             args = build_parser().parse_args(params)
             assert args.command == "run", name
             assert args.input == [values["input_path"]] and args.lake == values["lake_path"]
-            # the config travels with the bundle's synced files (the wheel has no conf/)
+            # the config travels with the bundle's synced files (and inside the wheel)
             conf = Path(args.conf)
             assert conf.is_file(), conf
             cfg = load_config(conf)

@@ -1,4 +1,4 @@
-"""Carried traffic (transforms.carry): every check over a nightly run's input (state events, traffic
+"""Carried traffic (epoch_audit.gold.carry): every check over a nightly run's input (state events, traffic
 from the horizon on, the carried traffic) answers exactly as over the whole history.
 
 Histories: the differential generators (ZK requests, KRaft metadata logs with registrations, ISR
@@ -17,15 +17,15 @@ import pytest
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from jobs.ingest import with_file_own_time
+from epoch_audit.contracts.events import TRAFFIC_TYPES
+from epoch_audit.gold.base import CHECK_COLUMNS, CheckContext
+from epoch_audit.gold.carry import anchor_fingerprints, carried_events, windowed
+from epoch_audit.gold.invariants import INVARIANTS
+from epoch_audit.silver.timelines import SILVER_BUILDERS as TIMELINE_BUILDERS
+from epoch_audit.stages.ingest import with_file_own_time
 from tests.c1_events import BASE, History, to_df
 from tests.helpers import release_spark_memory
 from tests.test_differential_full import _histories
-from transforms.carry import anchor_fingerprints, carried_events, windowed
-from transforms.invariants import INVARIANTS
-from transforms.invariants.base import CHECK_COLUMNS, CheckContext
-from transforms.schema import TRAFFIC_TYPES
-from transforms.timelines import SILVER_BUILDERS as TIMELINE_BUILDERS
 
 SEEDS = [11, 23, 37, 41]
 # in seconds after BASE (the histories' traffic lies between 0 and ~30 s): nights deliver what is
@@ -71,7 +71,7 @@ def straddling_history(seed: int) -> History:
 
 
 def _ctx(events: DataFrame) -> CheckContext:
-    from transforms.broker_views import SILVER_BUILDERS as VIEW_BUILDERS
+    from epoch_audit.silver.broker_views import SILVER_BUILDERS as VIEW_BUILDERS
 
     ctx = CheckContext(events=events)
     builders = {**TIMELINE_BUILDERS, **VIEW_BUILDERS}
@@ -169,8 +169,8 @@ def test_anchor_fingerprint_sees_a_changed_past_only(spark, whole):
 
 
 def test_ingest_drops_the_carry_of_a_cluster_whose_old_traffic_arrives(spark, tmp_path):
-    from jobs.carry import CARRY_TABLE, carried_horizons, drop_outdated_carries
-    from jobs.storage import DeltaRsStorage
+    from epoch_audit.lake.storage import DeltaRsStorage
+    from epoch_audit.stages.carry import CARRY_TABLE, carried_horizons, drop_outdated_carries
 
     storage = DeltaRsStorage(spark, str(tmp_path / "lake"))
     at = BASE + timedelta(hours=1)
@@ -190,8 +190,8 @@ def test_ingest_drops_the_carry_of_a_cluster_whose_old_traffic_arrives(spark, tm
 
 
 def test_a_carry_without_a_bronze_column_counts_as_none(spark, tmp_path):
-    from jobs.carry import CARRY_TABLE, EVENTS_TABLE, carried_horizons
-    from jobs.storage import DeltaRsStorage
+    from epoch_audit.lake.storage import DeltaRsStorage
+    from epoch_audit.stages.carry import CARRY_TABLE, EVENTS_TABLE, carried_horizons
 
     storage = DeltaRsStorage(spark, str(tmp_path / "lake"))
     marker = "cluster_id string, event_id string, event_type string, carry_horizon_micros long, carry_fingerprint string"

@@ -20,11 +20,11 @@ import duckdb
 import pytest
 from deltalake import DeltaTable
 
-from expectations.runner import RESULTS_SCHEMA
-from jobs.ingest import ACCOUNTING_SCHEMA
-from jobs.report import daily_invariant_counts
-from jobs.storage import DeltaRsStorage
-from transforms.invariants.base import CHECK_COLUMNS, CHECK_SCHEMA
+from epoch_audit.gold.base import CHECK_COLUMNS, CHECK_SCHEMA
+from epoch_audit.lake.storage import DeltaRsStorage
+from epoch_audit.report.html import daily_invariant_counts
+from epoch_audit.stages.ingest import ACCOUNTING_SCHEMA
+from epoch_audit.validate.runner import RESULTS_SCHEMA
 
 REPO = Path(__file__).resolve().parent.parent
 SQL_DIR = REPO / "dashboards"

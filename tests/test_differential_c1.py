@@ -10,17 +10,17 @@ from __future__ import annotations
 
 import random
 
+from epoch_audit_tools.reference_model import isr_membership, stop_replica
+from epoch_audit_tools.reference_model.model import key_of
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from reference_model import isr_membership, stop_replica
-from reference_model.model import key_of
+from epoch_audit.gold.base import CheckContext
+from epoch_audit.gold.invariants.isr_membership import fenced_replica_in_isr, stale_broker_epoch_isr_join
+from epoch_audit.gold.invariants.stop_replica import stale_controller_epoch_accepted, stale_stop_replica_accepted
+from epoch_audit.silver.timelines import SILVER_BUILDERS
 from tests.c1_events import History, to_df
 from tests.helpers import release_spark_memory
-from transforms.invariants.base import CheckContext
-from transforms.invariants.isr_membership import fenced_replica_in_isr, stale_broker_epoch_isr_join
-from transforms.invariants.stop_replica import stale_controller_epoch_accepted, stale_stop_replica_accepted
-from transforms.timelines import SILVER_BUILDERS
 
 SEEDS = st.lists(st.integers(0, 2**31), min_size=10, max_size=10, unique=True)
 SETTINGS = settings(max_examples=2, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)

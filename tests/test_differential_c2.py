@@ -8,20 +8,20 @@ identical to the model's (all columns but the free-text explanation).
 
 from __future__ import annotations
 
+from epoch_audit_tools.reference_model import leadership as lmodel
+from epoch_audit_tools.reference_model import offsets as omodel
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from reference_model import leadership as lmodel
-from reference_model import offsets as omodel
-from tests.c2_events import H, comparable, model_all, run_all
-from tests.helpers import release_spark_memory
-from transforms.invariants.leadership import (
+from epoch_audit.gold.invariants.leadership import (
     check_leader_epoch_regression,
     check_produce_epoch_mismatch,
     check_two_leaders_same_epoch,
     check_write_accepted_by_fenced_leader,
 )
-from transforms.invariants.offsets import check_epoch_start_offset_divergence, check_high_watermark_regression
+from epoch_audit.gold.invariants.offsets import check_epoch_start_offset_divergence, check_high_watermark_regression
+from tests.c2_events import H, comparable, model_all, run_all
+from tests.helpers import release_spark_memory
 
 HOSTS = st.integers(1, 3)
 LE = st.integers(0, 4)

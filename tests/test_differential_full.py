@@ -1,5 +1,5 @@
 """Differential tests over the whole model: Spark's partition timeline vs the pure-Python one
-(``reference_model.timeline``), and every registered Spark invariant vs ``check_history`` (which
+(``epoch_audit_tools.reference_model.timeline``), and every registered Spark invariant vs ``check_history`` (which
 builds its own timeline from the events: no Spark in the model).
 
 Histories: the C1 generators (ZK broker-side requests with stand-in states, a KRaft metadata log
@@ -13,18 +13,18 @@ from __future__ import annotations
 
 import random
 
+from epoch_audit_tools.reference_model import check_history
+from epoch_audit_tools.reference_model.model import key_of
+from epoch_audit_tools.reference_model.timeline import partition_timeline
 from hypothesis import given
 
-from reference_model import check_history
-from reference_model.model import key_of
-from reference_model.timeline import partition_timeline
+from epoch_audit.gold.base import CheckConfig, CheckContext
+from epoch_audit.gold.invariants import INVARIANTS
+from epoch_audit.silver.timelines import SILVER_BUILDERS, TIMELINE_COLUMNS
 from tests.c1_events import History, to_df
 from tests.helpers import release_spark_memory
 from tests.test_differential_c1 import SEEDS, SETTINGS, kraft_history, zk_history
 from tests.test_snapshot_replay import cut_hole, cut_with_snapshot
-from transforms.invariants import INVARIANTS
-from transforms.invariants.base import CheckConfig, CheckContext
-from transforms.timelines import SILVER_BUILDERS, TIMELINE_COLUMNS
 
 
 def zk_controller_history(seed: int) -> History:

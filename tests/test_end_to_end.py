@@ -11,15 +11,15 @@ import json
 from pathlib import Path
 
 import pytest
+from epoch_audit_tools.evaluate import found_keys, load_truth, score
+from epoch_audit_tools.reference_model import check_history
+from epoch_audit_tools.reference_model import leadership as reference_leadership
+from epoch_audit_tools.reference_model import offsets as reference_offsets
+from epoch_audit_tools.simulator import simulate
 from pyspark.sql import functions as F
 
-from jobs.cli import main
-from jobs.evaluate import found_keys, load_truth, score
-from jobs.storage import DeltaRsStorage
-from reference_model import check_history
-from reference_model import leadership as reference_leadership
-from reference_model import offsets as reference_offsets
-from simulator import simulate
+from epoch_audit.cli import main
+from epoch_audit.lake.storage import DeltaRsStorage
 
 CORPUS = [
     # (folder, cluster id, mode, kafka version, seed, strimzi pattern) — as data/regenerate-samples.sh

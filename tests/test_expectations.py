@@ -23,9 +23,9 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from jobs.storage import DeltaRsStorage
-from transforms.invariants.base import CHECK_SCHEMA
-from transforms.schema import EVENT_COLUMNS, EVENT_SCHEMA
+from epoch_audit.contracts.events import EVENT_COLUMNS, EVENT_SCHEMA
+from epoch_audit.gold.base import CHECK_SCHEMA
+from epoch_audit.lake.storage import DeltaRsStorage
 
 T0 = datetime(2024, 3, 5, 10, 0, 0)
 
@@ -151,7 +151,7 @@ def _keys(row: dict) -> list[dict]:
 @pytest.fixture(scope="module")
 def validated(spark, tmp_path_factory):
     """(storage, clean results, corrupted results, exit codes) of two CLI validate runs."""
-    from jobs.cli import main
+    from epoch_audit.cli import main
 
     lake = tmp_path_factory.mktemp("lake")
     storage = build_lake(spark, lake)

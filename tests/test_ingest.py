@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from jobs.config import AppConfig
-from jobs.ingest import (
+from epoch_audit.config import AppConfig
+from epoch_audit.lake.storage import DeltaRsStorage
+from epoch_audit.stages.ingest import (
     ACCOUNTING_TABLE,
     EVENTS_TABLE,
     FILES_TABLE,
@@ -19,7 +20,6 @@ from jobs.ingest import (
     discover,
     ingest,
 )
-from jobs.storage import DeltaRsStorage
 
 STOP = (
     "[2023-11-02 10:15:04,211] TRACE [Broker id=2] Received StopReplica request StopReplicaPartitionState("

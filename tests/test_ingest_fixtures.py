@@ -6,9 +6,9 @@ import shutil
 from collections import Counter
 from pathlib import Path
 
-from jobs.config import AppConfig
-from jobs.ingest import ACCOUNTING_TABLE, EVENTS_TABLE, QUARANTINE_TABLE, ingest
-from jobs.storage import DeltaRsStorage
+from epoch_audit.config import AppConfig
+from epoch_audit.lake.storage import DeltaRsStorage
+from epoch_audit.stages.ingest import ACCOUNTING_TABLE, EVENTS_TABLE, QUARANTINE_TABLE, ingest
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

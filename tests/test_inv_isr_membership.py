@@ -7,17 +7,17 @@ result must equal the reference model's.
 from __future__ import annotations
 
 import pytest
+from epoch_audit_tools.reference_model import isr_membership as model
+from epoch_audit_tools.reference_model.model import key_of
 
-from reference_model import isr_membership as model
-from reference_model.model import key_of
-from tests.c1_events import History, to_df
-from transforms.invariants.base import CHECK_COLUMNS, CheckContext
-from transforms.invariants.isr_membership import (
+from epoch_audit.gold.base import CHECK_COLUMNS, CheckContext
+from epoch_audit.gold.invariants.isr_membership import (
     fenced_replica_in_isr,
     rejected_isr_joins,
     stale_broker_epoch_isr_join,
 )
-from transforms.timelines import SILVER_BUILDERS
+from epoch_audit.silver.timelines import SILVER_BUILDERS
+from tests.c1_events import History, to_df
 
 SCENARIOS: dict[str, History] = {}
 

@@ -9,15 +9,15 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
+from epoch_audit_tools.reference_model import leadership as model
 
-from reference_model import leadership as model
-from tests.c2_events import H, comparable, model_all, run_all, ts
-from transforms.invariants.leadership import (
+from epoch_audit.gold.invariants.leadership import (
     check_leader_epoch_regression,
     check_produce_epoch_mismatch,
     check_two_leaders_same_epoch,
     check_write_accepted_by_fenced_leader,
 )
+from tests.c2_events import H, comparable, model_all, run_all, ts
 
 SCENARIOS: dict[str, Callable[[H], None]] = {}
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
+from epoch_audit_tools.reference_model import offsets as model
 
-from reference_model import offsets as model
+from epoch_audit.gold.invariants.offsets import check_epoch_start_offset_divergence, check_high_watermark_regression
 from tests.c2_events import H, comparable, model_all, run_all
-from transforms.invariants.offsets import check_epoch_start_offset_divergence, check_high_watermark_regression
 
 SCENARIOS: dict[str, Callable[[H], None]] = {}
 

@@ -7,13 +7,13 @@ every scenario's Spark result must equal the reference model's.
 from __future__ import annotations
 
 import pytest
+from epoch_audit_tools.reference_model import stop_replica as model
+from epoch_audit_tools.reference_model.model import key_of
 
-from reference_model import stop_replica as model
-from reference_model.model import key_of
+from epoch_audit.gold.base import CHECK_COLUMNS, CheckContext
+from epoch_audit.gold.invariants.stop_replica import stale_controller_epoch_accepted, stale_stop_replica_accepted
+from epoch_audit.silver.timelines import SILVER_BUILDERS
 from tests.c1_events import History, to_df
-from transforms.invariants.base import CHECK_COLUMNS, CheckContext
-from transforms.invariants.stop_replica import stale_controller_epoch_accepted, stale_stop_replica_accepted
-from transforms.timelines import SILVER_BUILDERS
 
 B = 2  # the broker under test
 

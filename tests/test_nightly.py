@@ -29,9 +29,9 @@ from pathlib import Path
 import pytest
 from deltalake import DeltaTable
 
-from jobs.cli import input_window, main
-from jobs.ingest import _rotation
-from transforms.parse.file_kinds import copy_time
+from epoch_audit.bronze.parsers.file_kinds import copy_time
+from epoch_audit.cli import input_window, main
+from epoch_audit.stages.ingest import _rotation
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE = REPO / "data" / "samples" / "kafka-kraft"  # 23:xx..01:59 on 2024-03-04/05, cluster kraft-1
@@ -182,7 +182,7 @@ def test_nightly_runs_find_exactly_the_violations_of_one_run(spark, week, whole_
     capsys.readouterr()  # the whole run's summary
     tree, lake = root / "tree", root / "lake-nightly"
     # The sample's traffic spans two hours: a horizon 20 minutes before the latest traffic lets the
-    # second night read its traffic from 00:19 on plus the carried older events (transforms.carry).
+    # second night read its traffic from 00:19 on plus the carried older events (epoch_audit.gold.carry).
     conf = root / "nightly.yaml"
     conf.write_text((REPO / "conf" / "local.yaml").read_text().replace("traffic_lag_minutes: 1440", "traffic_lag_minutes: 20"))
     new_per_night, read_from = [], []
@@ -269,7 +269,7 @@ def _run_subprocess(argv: list[str], crash_at: str | None, log: Path) -> int:
     env.pop("EPOCH_AUDIT_CRASH_AT", None)
     if crash_at:
         env["EPOCH_AUDIT_CRASH_AT"] = crash_at
-    cmd = [sys.executable, "-c", "import sys; from jobs.cli import main; sys.exit(main())", *argv]
+    cmd = [sys.executable, "-c", "import sys; from epoch_audit.cli import main; sys.exit(main())", *argv]
     with open(log, "ab") as out:
         proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
         try:

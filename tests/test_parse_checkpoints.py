@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from epoch_audit.bronze.parsers import MALFORMED, finish_events
+from epoch_audit.bronze.parsers.checkpoints import parse_checkpoints
+from epoch_audit.bronze.parsers.file_kinds import detect_file_kind
 from tests.helpers import lines_from_text
-from transforms.parse import MALFORMED, finish_events
-from transforms.parse.checkpoints import parse_checkpoints
-from transforms.parse.file_kinds import detect_file_kind
 
 FIXTURES = Path(__file__).parent / "fixtures" / "checkpoints"
 HOSTS = {"broker-1": 1, "broker-2": 2, "broker-3": 3}

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
+from epoch_audit.bronze.parsers import MALFORMED, finish_events
+from epoch_audit.bronze.parsers.kafka_log4j import _PATTERNS, TEMPLATES, parse_kafka_log4j
+from epoch_audit.bronze.records import frame_log_lines
+from epoch_audit.contracts.events import EVENT_COLUMNS, EVENT_TYPES
 from tests.helpers import LINE_SCHEMA
-from transforms.parse import MALFORMED, finish_events
-from transforms.parse.kafka_log4j import _PATTERNS, TEMPLATES, parse_kafka_log4j
-from transforms.records import frame_log_lines
-from transforms.schema import EVENT_COLUMNS, EVENT_TYPES
 
 FIXTURES = Path(__file__).parent / "fixtures" / "kafka"
 HOST = 7  # host id from the path; every line here names its broker itself unless stated

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from epoch_audit.bronze.parsers import MALFORMED, finish_events
+from epoch_audit.bronze.parsers.metadata_dump import parse_metadata_dump
 from tests.helpers import lines_from_text
-from transforms.parse import MALFORMED, finish_events
-from transforms.parse.metadata_dump import parse_metadata_dump
 
 DUMPS = Path(__file__).parent / "fixtures" / "dumps"
 FIXTURES = (

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from epoch_audit.bronze.parsers import finish_events
+from epoch_audit.bronze.parsers.redpanda import parse_redpanda
+from epoch_audit.bronze.records import frame_log_lines
+from epoch_audit.contracts.events import EVENT_SCHEMA, EVENT_TYPES
 from tests.helpers import lines_from_text
-from transforms.parse import finish_events
-from transforms.parse.redpanda import parse_redpanda
-from transforms.records import frame_log_lines
-from transforms.schema import EVENT_SCHEMA, EVENT_TYPES
 
 FIXTURES = Path(__file__).parent / "fixtures" / "redpanda"
 FILES = ["v22_1.log", "v22_3.log", "v23_2.log", "v24_1.log", "v25_1.log"]
@@ -247,7 +247,7 @@ def test_vote_acks_one_event_per_voter(events, key, term):
 def test_vote_grants_orientation(spark):
     """The invariants' vote-grant reading of parsed lines: the candidate's acks / vote replies and the
     voter's own "vote reply:" all give (voter, candidate) the right way round."""
-    from transforms.invariants.leadership import vote_grants
+    from epoch_audit.gold.invariants.leadership import vote_grants
 
     lines = reduce(
         lambda a, b: a.unionByName(b),

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from epoch_audit.bronze.parsers import MALFORMED, finish_events
+from epoch_audit.bronze.parsers.request_log import parse_request_log
+from epoch_audit.bronze.records import frame_log_lines
+from epoch_audit.contracts.events import EVENT_SCHEMA, EVENT_TYPES
 from tests.helpers import lines_from_text
-from transforms.parse import MALFORMED, finish_events
-from transforms.parse.request_log import parse_request_log
-from transforms.records import frame_log_lines
-from transforms.schema import EVENT_SCHEMA, EVENT_TYPES
 
 FIXTURES = Path(__file__).parent / "fixtures" / "request"
 FILES = ["reference_3x.log", "variants.log"]
@@ -211,8 +211,8 @@ def test_common_columns(events):
 def test_strimzi_log4j2_short_logger_routes_to_the_request_parser(spark):
     """§8 Strimzi log4j2 pattern ``%c{1}:%L - %m``: kafka.request.logger and state.change.logger both
     print as ``logger``; a ``Completed request:`` message still reaches the request-log parser."""
+    from epoch_audit.bronze.parsers.dispatch import record_parser_outputs
     from tests.helpers import records_from_text
-    from transforms.parse.dispatch import record_parser_outputs
 
     request = (FIXTURES / "reference_3x.log").read_text().splitlines()[1]  # STOP_REPLICA v4, refused with 74
     body = request.split("] DEBUG ", 1)[1].rsplit(" (kafka.request.logger)", 1)[0]

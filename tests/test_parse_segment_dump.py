@@ -8,15 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import lines_from_text
-from transforms.parse import MALFORMED, finish_events
-from transforms.parse.file_kinds import (
+from epoch_audit.bronze.parsers import MALFORMED, finish_events
+from epoch_audit.bronze.parsers.file_kinds import (
     base_file_name,
     copy_suffix,
     copy_time,
     detect_file_kind,
 )
-from transforms.parse.segment_dump import parse_segment_dump
+from epoch_audit.bronze.parsers.segment_dump import parse_segment_dump
+from tests.helpers import lines_from_text
 
 DUMPS = Path(__file__).parent / "fixtures" / "dumps"
 CHECKPOINTS = Path(__file__).parent / "fixtures" / "checkpoints"

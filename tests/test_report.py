@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from expectations.runner import RESULTS_SCHEMA
-from jobs.report import json_for_script, render
+from epoch_audit.report.html import json_for_script, render
+from epoch_audit.validate.runner import RESULTS_SCHEMA
 from tests.test_expectations import build_lake
 
 RUN_ID = "report-1"
@@ -34,7 +34,7 @@ def _validation_rows() -> list[tuple]:
 @pytest.fixture(scope="session")
 def report_lake(spark, tmp_path_factory) -> tuple[Path, Path, int]:
     """(lake, report path, exit code) after the CLI report stage on the small lake."""
-    from jobs.cli import main
+    from epoch_audit.cli import main
 
     lake = tmp_path_factory.mktemp("report_lake")
     storage = build_lake(spark, lake)
@@ -83,7 +83,7 @@ def test_report_page_content_and_escaping(report_lake):
 
 
 def test_daily_invariant_counts(spark, report_lake):
-    from jobs.storage import DeltaRsStorage
+    from epoch_audit.lake.storage import DeltaRsStorage
 
     lake, _, _ = report_lake
     rows = DeltaRsStorage(spark, str(lake)).read("gold/daily_invariant_counts").collect()

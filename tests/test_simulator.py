@@ -9,9 +9,8 @@ import re
 from pathlib import Path
 
 import pytest
-
-from simulator import simulate
-from simulator.config import FAULTS, parse_faults
+from epoch_audit_tools.simulator import simulate
+from epoch_audit_tools.simulator.config import FAULTS, parse_faults
 
 SMALL = {"brokers": 5, "partitions": 12, "hours": 0.75, "produce_rate": 4.0, "progress": False}
 LOG4J = re.compile(r"^\[(\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2},\d{3})\] (TRACE|DEBUG|INFO|WARN|ERROR|FATAL) (.*) \(([^()]+)\)$")

@@ -20,17 +20,17 @@ import random
 from pathlib import Path
 
 import pytest
+from epoch_audit_tools.reference_model.isr_membership import _joins
+from epoch_audit_tools.reference_model.model import broker_states, partition_states
+from epoch_audit_tools.reference_model.timeline import partition_timeline as model_timeline
 
-from reference_model.isr_membership import _joins
-from reference_model.model import broker_states, partition_states
-from reference_model.timeline import partition_timeline as model_timeline
+from epoch_audit.bronze.parsers import finish_events
+from epoch_audit.bronze.parsers.metadata_dump import parse_metadata_dump
+from epoch_audit.gold.base import CheckConfig
+from epoch_audit.silver.timelines import broker_registrations, partition_timeline
 from tests.c1_events import History
 from tests.helpers import lines_from_text
 from tests.test_differential_c1 import kraft_history
-from transforms.invariants.base import CheckConfig
-from transforms.parse import finish_events
-from transforms.parse.metadata_dump import parse_metadata_dump
-from transforms.timelines import broker_registrations, partition_timeline
 
 DUMP = Path(__file__).parent / "fixtures" / "dumps" / "metadata-3.9-snapshot-and-log.txt"
 STATE = ("leader", "leader_epoch", "partition_epoch", "isr", "commit_offset")

@@ -1,4 +1,4 @@
-"""``jobs/submit.py`` under a real spark-submit gives the same gold violations as ``epoch-audit run``.
+"""``src/epoch_audit/submit.py`` under a real spark-submit gives the same gold violations as ``epoch-audit run``.
 
 The spark-submit run uses the ``cluster`` profile (``spark.master: null``): the session must be the
 one spark-submit built, so a shuffle-partition setting given to spark-submit must survive (the
@@ -17,8 +17,7 @@ import pyspark
 import pytest
 from deltalake import DeltaTable
 
-from jobs.cli import main
-from jobs.submit import resolve_profile
+from epoch_audit.cli import main
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE = REPO / "data" / "samples" / "redpanda"
@@ -31,22 +30,6 @@ def violation_keys(lake: Path) -> set[tuple]:
         columns=["violation_id", "invariant", "cluster_id", "topic", "partition", "broker_id", "leader_epoch"]
     )
     return {tuple(row.values()) for row in table.to_pylist()}
-
-
-def test_resolve_profile_falls_back_to_the_checkout_conf(tmp_path):
-    empty, checkout = tmp_path / "wheel-conf", tmp_path / "conf"
-    empty.mkdir()
-    checkout.mkdir()
-    (checkout / "cluster.yaml").write_text("spark: {master: null}\n")
-    argv = ["run", "--profile", "cluster", "--lake", "x"]
-    assert resolve_profile(argv, empty, checkout) == ["run", "--conf", str(checkout / "cluster.yaml"), "--lake", "x"]
-    assert resolve_profile(["run", "--profile=cluster"], empty, checkout) == [
-        "run", "--conf", str(checkout / "cluster.yaml")
-    ]
-    # present next to the package, explicit --conf, or unknown everywhere: untouched
-    assert resolve_profile(argv, checkout, checkout) == argv
-    assert resolve_profile([*argv, "--conf", "a.yaml"], empty, checkout) == [*argv, "--conf", "a.yaml"]
-    assert resolve_profile(["run", "--profile", "nope"], empty, checkout) == ["run", "--profile", "nope"]
 
 
 @pytest.mark.slow  # two full pipeline runs: 19 min on a loaded 2-core box (load 10-30)
@@ -67,8 +50,8 @@ def test_spark_submit_matches_in_process_run(spark, tmp_path):
         # as in the README: without it Spark writes INT96 timestamps and the delta-rs engine commits
         # tables with the timestampNanos reader feature, which deltalake itself cannot read
         "--conf", "spark.sql.parquet.outputTimestampType=TIMESTAMP_MICROS",
-        "--driver-java-options", f"-Dlog4j2.configurationFile={(REPO / 'conf' / 'log4j2.properties').as_uri()}",
-        str(REPO / "jobs" / "submit.py"),
+        "--driver-java-options", f"-Dlog4j2.configurationFile={(REPO / 'src' / 'epoch_audit' / 'conf' / 'log4j2.properties').as_uri()}",
+        str(REPO / "src" / "epoch_audit" / "submit.py"),
         "run", "--profile", "cluster", "--input", str(sample), "--lake", str(submitted_lake), "--run-id", "submitted",
     ]
     proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)

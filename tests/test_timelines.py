@@ -7,11 +7,11 @@ once, to keep the suite to a few Spark jobs.
 from __future__ import annotations
 
 import pytest
+from epoch_audit_tools.reference_model.timeline import partition_timeline as model_timeline
 
-from reference_model.timeline import partition_timeline as model_timeline
+from epoch_audit.gold.base import CheckConfig
+from epoch_audit.silver.timelines import SILVER_BUILDERS
 from tests.c1_events import History, to_df
-from transforms.invariants.base import CheckConfig
-from transforms.timelines import SILVER_BUILDERS
 
 
 def _kraft_replay() -> History:

@@ -1,1 +1,0 @@
-"""Entry points and I/O: CLI, Spark session, lakehouse storage, pipeline stages."""

@@ -1,0 +1,1 @@
+"""epoch_audit"""

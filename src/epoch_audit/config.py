@@ -1,0 +1,162 @@
+"""Configuration profiles (conf/*.yaml): one typed object, strict keys, one clear error line."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field, fields, is_dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+CONF_DIR = Path(__file__).resolve().parent / "conf"
+
+
+class ConfigError(ValueError):
+    """Bad configuration: reported as one line, exit code 2."""
+
+
+@dataclass
+class SparkConf:
+    master: str | None = "local[2]"  # null: reuse the active/cluster session, never override it
+    driver_memory: str = "2g"
+    conf: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class StorageConf:
+    engine: str = "auto"  # auto | delta-spark | delta-rs
+
+
+@dataclass
+class IngestConf:
+    cluster_id: str | None = None  # used when no cluster=<id> path segment names it
+    cluster_pattern: str = r"(?:^|/)cluster=([^/]+)"
+    host_pattern: str = r"(?:^|/)(?:broker|node)[-=](\d+)(?:/|$)"
+    source_time_zone: str = "UTC"
+    max_line_chars: int = 1_000_000  # longer lines are quarantined (kept truncated)
+    batch_lines: int = 100_000  # Arrow batch size of the file reader
+
+
+@dataclass
+class ChecksConf:
+    max_clock_skew_ms: int = 1000
+
+
+@dataclass
+class IncrementalConf:
+    # Nightly runs read a cluster's request-log FETCH / PRODUCE lines only from its horizon on, plus
+    # the few older ones a check still needs (epoch_audit.stages.carry); false: always the whole history.
+    carry_traffic: bool = True
+    # The horizon: this many minutes before the cluster's latest traffic (default a day). Traffic
+    # that arrives later but timed before it makes the next run read the cluster's whole history.
+    traffic_lag_minutes: int = 1440
+
+
+@dataclass
+class ValidationConf:
+    critical_suites: list[str] = field(default_factory=lambda: ["bronze", "silver", "gold"])
+    max_quarantine_rate: float = 0.01
+    unexpected_sample_size: int = 20
+    event_time_min: str = "2010-01-01"  # bronze event_time window: ISO date/time (UTC) ...
+    event_time_max_ahead_hours: int = 24  # ... up to the run's start plus this many hours
+    report_max_violations: int = 500  # violations listed in the run report (all are counted)
+    report_max_partitions: int = 50  # partitions with a violation that get a timeline chart
+    report_max_evidence: int = 10  # evidence lines shown per violation in the report
+    report_max_timeline_points: int = 500  # latest decisions drawn per partition chart
+
+
+@dataclass
+class AppConfig:
+    spark: SparkConf = field(default_factory=SparkConf)
+    storage: StorageConf = field(default_factory=StorageConf)
+    ingest: IngestConf = field(default_factory=IngestConf)
+    checks: ChecksConf = field(default_factory=ChecksConf)
+    incremental: IncrementalConf = field(default_factory=IncrementalConf)
+    validation: ValidationConf = field(default_factory=ValidationConf)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _build(cls: type, data: Any, where: str) -> Any:
+    if data is None:
+        return cls()
+    if not isinstance(data, dict):
+        raise ConfigError(f"{where}: expected a mapping, got {type(data).__name__}")
+    known = {f.name: f for f in fields(cls)}
+    unknown = sorted(set(data) - set(known))
+    if unknown:
+        raise ConfigError(f"{where}: unknown key {unknown[0]!r} (known: {', '.join(sorted(known))})")
+    kwargs = {}
+    defaults = cls()
+    for name, value in data.items():
+        default = getattr(defaults, name)
+        key = f"{where}.{name}" if where else name
+        if is_dataclass(default):
+            kwargs[name] = _build(type(default), value, key)
+        else:
+            kwargs[name] = _check_type(key, value, default)
+    return cls(**kwargs)
+
+
+def _check_type(key: str, value: Any, default: Any) -> Any:
+    if value is None or default is None:
+        return value
+    if isinstance(default, bool) and not isinstance(value, bool):
+        raise ConfigError(f"{key}: expected true/false, got {value!r}")
+    if isinstance(default, int) and not isinstance(default, bool):
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise ConfigError(f"{key}: expected a non-negative integer, got {value!r}")
+    if isinstance(default, float) and not isinstance(value, int | float):
+        raise ConfigError(f"{key}: expected a number, got {value!r}")
+    if isinstance(default, str) and not isinstance(value, str):
+        raise ConfigError(f"{key}: expected a string, got {value!r}")
+    if isinstance(default, list | dict) and not isinstance(value, type(default)):
+        raise ConfigError(f"{key}: expected a {type(default).__name__}, got {value!r}")
+    return value
+
+
+def _validate(cfg: AppConfig) -> AppConfig:
+    for key in ("cluster_pattern", "host_pattern"):
+        pattern = getattr(cfg.ingest, key)
+        try:
+            if re.compile(pattern).groups < 1:
+                raise ConfigError(f"ingest.{key}: the pattern needs one capturing group")
+        except re.error as err:
+            raise ConfigError(f"ingest.{key}: invalid regular expression ({err})") from None
+    if cfg.storage.engine not in ("auto", "delta-spark", "delta-rs"):
+        raise ConfigError(f"storage.engine: {cfg.storage.engine!r} is not auto, delta-spark or delta-rs")
+    try:
+        from zoneinfo import ZoneInfo
+
+        ZoneInfo(cfg.ingest.source_time_zone)
+    except Exception:
+        raise ConfigError(f"ingest.source_time_zone: unknown time zone {cfg.ingest.source_time_zone!r}") from None
+    if not 0 <= cfg.validation.max_quarantine_rate <= 1:
+        raise ConfigError("validation.max_quarantine_rate: must be between 0 and 1")
+    try:
+        from datetime import datetime
+
+        datetime.fromisoformat(cfg.validation.event_time_min)
+    except ValueError:
+        raise ConfigError(
+            f"validation.event_time_min: not an ISO date/time: {cfg.validation.event_time_min!r}"
+        ) from None
+    unknown_suites = set(cfg.validation.critical_suites) - {"bronze", "silver", "gold"}
+    if unknown_suites:
+        raise ConfigError(f"validation.critical_suites: unknown suite {sorted(unknown_suites)[0]!r}")
+    return cfg
+
+
+def load_config(path: str | Path | None = None, profile: str = "local") -> AppConfig:
+    """Load ``path`` (or ``conf/<profile>.yaml``) into an AppConfig; raise ConfigError on anything odd."""
+    source = Path(path) if path else CONF_DIR / f"{profile}.yaml"
+    if not source.is_file():
+        raise ConfigError(f"config file not found: {source}")
+    try:
+        data = yaml.safe_load(source.read_text()) or {}
+    except yaml.YAMLError as err:
+        first = str(err).splitlines()[0] if str(err) else "syntax error"
+        raise ConfigError(f"{source}: invalid YAML ({first})") from None
+    return _validate(_build(AppConfig, data, ""))

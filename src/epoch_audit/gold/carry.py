@@ -1,0 +1,128 @@
+"""Carried traffic: what a nightly run keeps of the request-log traffic before its horizon.
+
+Nearly all of a busy cluster's bronze is request-log traffic: per-partition FETCH and PRODUCE lines
+(``epoch_audit.contracts.events.TRAFFIC_TYPES``, bronze partition ``event_class = traffic``). Everything else
+(``state``: epochs, decisions, registrations, controller requests, dumps, checkpoints) builds the
+silver tables, which never read traffic; the checks read silver, state events and traffic.
+
+A nightly run over a cluster with a *horizon* H (by default a day before its latest traffic) reads
+all of its state events, its traffic from H on, and the *carried* traffic: the few events before H
+that a check still needs.
+Each check that reads traffic registers a ``carry`` (``epoch_audit.gold.base.Invariant``):
+given every event a run read, the traffic its answers stand on (the fetch a join's as-of picked,
+every produce after a move or a fence) and the traffic a later answer may need (per key the last
+caught-up fetch, per broker its last request-log line, one acks=0/1 produce per partition). Those
+are "last per key" and "every candidate" sets, so they carry over: the carry computed from (the
+carried events + the traffic from H on) holds every event the carry over the whole history would
+hold before the next horizon H' >= H. The checks over (state + carried + traffic >= H) then give
+exactly the answers of the whole history, for every anchor, old or new.
+
+That holds while the past before H stays as it was when the carry was taken:
+- no traffic before H arrives later (ingest drops the cluster's carry first, ``epoch_audit.stages.carry``);
+- the state the carried answers were taken against (the anchors: partition timeline, broker
+  registrations, the epochs brokers held, KRaft fence records) is unchanged before H: a late
+  state-change file or a dump that changes an old epoch changes :func:`anchor_fingerprints`, and
+  the run reads the whole history again. A re-dumped metadata log that only repeats records
+  changes nothing.
+
+tests/test_carry.py compares every check over windowed inputs with the whole-history answers on
+simulated histories, over two successive horizons.
+"""
+
+from __future__ import annotations
+
+from functools import reduce
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.types import MapType
+
+from epoch_audit.contracts.events import TRAFFIC_TYPES
+from epoch_audit.gold.base import CheckContext, Invariant
+
+_MICROS_PER_MINUTE = 60_000_000
+
+
+def is_traffic(events: DataFrame) -> Column:
+    return F.col("event_type").isin(*TRAFFIC_TYPES)
+
+
+def carried_event_ids(ctx: CheckContext, invariants: list[Invariant]) -> DataFrame:
+    """Every traffic event id some registered check still needs (``event_id``, distinct)."""
+    parts = [inv.carry(ctx).select("event_id") for inv in invariants if inv.carry is not None]
+    if not parts:
+        return ctx.events.sparkSession.createDataFrame([], "event_id string")
+    return reduce(DataFrame.unionByName, parts).where(F.col("event_id").isNotNull()).distinct()
+
+
+def next_horizons(events: DataFrame, lag_minutes: int) -> DataFrame:
+    """(cluster_id, horizon): ``lag_minutes`` before the cluster's latest traffic event (floored to
+    the minute). Traffic timed before it is what the next run will not read from bronze."""
+    last = events.where(is_traffic(events) & F.col("event_time").isNotNull()).groupBy("cluster_id").agg(
+        F.max(F.unix_micros("event_time")).alias("_last")
+    )
+    minute = F.floor(F.col("_last") / _MICROS_PER_MINUTE) - F.lit(lag_minutes)
+    return last.select("cluster_id", F.timestamp_micros((minute * _MICROS_PER_MINUTE).cast("long")).alias("horizon"))
+
+
+def carried_events(ctx: CheckContext, invariants: list[Invariant], horizons: DataFrame) -> DataFrame:
+    """The traffic events of ``ctx.events`` timed before their cluster's horizon that some check
+    still needs: what the next run reads instead of that part of bronze."""
+    before = ctx.events.where(is_traffic(ctx.events)).join(F.broadcast(horizons), "cluster_id").where(
+        F.col("event_time") < F.col("horizon")
+    )
+    return before.join(carried_event_ids(ctx, invariants), "event_id", "left_semi").drop("horizon")
+
+
+def windowed(events: DataFrame, horizons: DataFrame) -> DataFrame:
+    """What a nightly run reads of a whole history: state events, and traffic from the horizon on
+    (or untimed). Clusters without a horizon: everything."""
+    h = events.join(F.broadcast(horizons.select("cluster_id", F.col("horizon").alias("_h"))), "cluster_id", "left")
+    keep = ~is_traffic(h) | F.col("_h").isNull() | F.col("event_time").isNull() | (F.col("event_time") >= F.col("_h"))
+    return h.where(keep).drop("_h").select(*events.columns)
+
+
+def _row_hash(df: DataFrame, drop: tuple[str, ...] = ()) -> Column:
+    cols = [f.name for f in df.schema.fields if f.name not in drop and not isinstance(f.dataType, MapType)]
+    return F.xxhash64(*[F.col(c) for c in cols])
+
+
+def anchor_fingerprints(ctx: CheckContext, horizons: DataFrame) -> DataFrame:
+    """(cluster_id, fingerprint): a digest of the state the carried answers stand on, before each
+    cluster's horizon: partition-timeline and broker-registration rows (without the end of their
+    validity, which a later row moves), the epochs brokers held, and KRaft fence records. Rows
+    without a time count as before."""
+    from epoch_audit.gold.invariants.leadership import fence_markers
+    from epoch_audit.silver.broker_views import SILVER_BUILDERS as VIEWS
+    from epoch_audit.silver.timelines import SILVER_BUILDERS as TIMELINES
+
+    def silver(ctx: CheckContext, name: str) -> DataFrame:  # the run's table, else built from the events
+        if name not in ctx.silver:
+            ctx.silver[name] = {**TIMELINES, **VIEWS}[name](ctx.events, ctx.config)
+        return ctx.silver[name]
+
+    h = F.broadcast(horizons.select("cluster_id", F.col("horizon").alias("_h")))
+    tables = [
+        (silver(ctx, "partition_timeline"), ("next_commit_offset",)),
+        (silver(ctx, "broker_registrations"), ("next_commit_offset",)),
+        (silver(ctx, "broker_leader_epochs"), ()),
+        (fence_markers(ctx.events), ()),
+    ]
+    digests = []
+    for i, (df, drop) in enumerate(tables):
+        rows = df.select("cluster_id", "event_time", _row_hash(df, drop).alias("_x")).join(h, "cluster_id")
+        rows = rows.where(F.coalesce(F.col("event_time") < F.col("_h"), F.lit(True)))
+        digests.append(
+            rows.groupBy("cluster_id").agg(
+                F.lit(i).alias("_t"),
+                F.count(F.lit(1)).alias("_n"),
+                F.sum(F.col("_x").cast("decimal(38,0)")).alias("_s"),
+            )
+        )
+    parts = reduce(DataFrame.unionByName, digests)
+    text = F.concat_ws(":", "_t", "_n", F.col("_s").cast("string"))
+    fp = F.sha2(F.concat_ws(",", F.array_sort(F.collect_list(text))), 256)
+    known = horizons.select("cluster_id").distinct()
+    return known.join(parts.groupBy("cluster_id").agg(fp.alias("fingerprint")), "cluster_id", "left").select(
+        "cluster_id", F.coalesce("fingerprint", F.lit("empty")).alias("fingerprint")
+    )

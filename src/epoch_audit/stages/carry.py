@@ -1,0 +1,202 @@
+"""Carried traffic, the I/O side (the rules are in ``epoch_audit.gold.carry``).
+
+``state/traffic_carry`` holds, per cluster, the request-log traffic events before the cluster's
+horizon that a check still needs (bronze rows, same columns) and one marker row
+(``event_type = carry_horizon``) with the horizon (``carry_horizon_micros``, epoch microseconds)
+and the anchor fingerprint the carry was taken against. One table, replaced per cluster in one
+commit: a run killed at any point leaves either the old carry or the new one, and either one is
+exact for the bronze it was taken from.
+
+- ``ingest`` drops a cluster's carry before it writes traffic timed before the horizon
+  (:func:`drop_outdated_carries`): the next check re-reads that cluster's whole history.
+- The timelines stage reads only state events (:func:`read_state_events`): silver never reads
+  traffic.
+- The check stage reads, per cluster with a valid carry, its state events, its traffic from the
+  horizon on and its carried events (:func:`read_check_events`); the others whole. After gold is
+  written it takes the new carry from what it read (:func:`write_carries`).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from functools import reduce
+
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from epoch_audit.contracts.events import EVENT_CLASS_COLUMN, EVENT_DATE_COLUMN, OWN_TIME_COLUMN
+from epoch_audit.gold.base import CheckContext, Invariant
+from epoch_audit.gold.carry import anchor_fingerprints, carried_events, is_traffic, next_horizons
+from epoch_audit.lake.storage import LakeStorage
+
+log = logging.getLogger(__name__)
+
+EVENTS_TABLE = "bronze/events"
+CARRY_TABLE = "state/traffic_carry"
+MARKER_TYPE = "carry_horizon"
+HORIZON_COLUMN = "carry_horizon_micros"
+FINGERPRINT_COLUMN = "carry_fingerprint"
+
+
+def supports_carry(storage: LakeStorage) -> bool:
+    """Bronze written with the event_class partition and the own_time column (older lakes: no)."""
+    if not storage.exists(EVENTS_TABLE):
+        return False
+    return {EVENT_CLASS_COLUMN, OWN_TIME_COLUMN, EVENT_DATE_COLUMN} <= set(storage.columns(EVENTS_TABLE))
+
+
+def day_of(micros: int) -> str:
+    """The UTC day (ISO) of an epoch-microsecond time."""
+    return dt.datetime.fromtimestamp(micros / 1e6, dt.UTC).date().isoformat()
+
+
+def iso_of(micros: int) -> str:
+    """An epoch-microsecond time as ISO 8601 (UTC, minutes)."""
+    return dt.datetime.fromtimestamp(micros / 1e6, dt.UTC).strftime("%Y-%m-%dT%H:%MZ")
+
+
+def _carry_matches_bronze(storage: LakeStorage) -> bool:
+    """A carry table exists and holds every bronze column (a carry written before bronze's schema
+    changed is no carry: the clusters are read whole once and carried again)."""
+    if not storage.exists(CARRY_TABLE):
+        return False
+    if not storage.exists(EVENTS_TABLE):
+        return True
+    return set(storage.columns(EVENTS_TABLE)) <= set(storage.columns(CARRY_TABLE))
+
+
+def carried_horizons(storage: LakeStorage, clusters: list[str] | None = None) -> dict[str, tuple[int, str]]:
+    """{cluster: (horizon micros, anchor fingerprint)} of the carries stored (one marker row each)."""
+    if not _carry_matches_bronze(storage):
+        return {}
+    table = storage.read_where(CARRY_TABLE, "cluster_id", clusters) if clusters is not None else storage.read(
+        CARRY_TABLE
+    )
+    rows = table.where(F.col("event_type") == MARKER_TYPE).select("cluster_id", HORIZON_COLUMN, FINGERPRINT_COLUMN)
+    return {r["cluster_id"]: (r[HORIZON_COLUMN], r[FINGERPRINT_COLUMN]) for r in rows.collect()}  # one per cluster
+
+
+def drop_outdated_carries(storage: LakeStorage, events: DataFrame) -> list[str]:
+    """Drop the carry of every cluster that ``events`` (about to be ingested) bring traffic to that
+    is timed before its horizon; return those clusters."""
+    horizons = carried_horizons(storage)
+    if not horizons:
+        return []
+    earliest = (
+        events.where(is_traffic(events) & F.col("event_time").isNotNull() & F.col("cluster_id").isin(list(horizons)))
+        .groupBy("cluster_id")
+        .agg(F.min(F.unix_micros("event_time")).alias("m"))
+        .collect()
+    )
+    stale = sorted(r["cluster_id"] for r in earliest if r["m"] < horizons[r["cluster_id"]][0])
+    if stale:
+        log.info("traffic before the carried horizon of %s: their next check reads the whole history", stale)
+        storage.replace_where(CARRY_TABLE, storage.read(CARRY_TABLE).limit(0), "cluster_id", stale)
+    return stale
+
+
+def read_state_events(storage: LakeStorage, clusters: list[str]) -> DataFrame:
+    """Every state event (not request-log traffic) of ``clusters``: what the silver tables read."""
+    if not supports_carry(storage):
+        return storage.read_where(EVENTS_TABLE, "cluster_id", clusters)
+    wanted = set(clusters)
+    return storage.read_partitions(
+        EVENTS_TABLE,
+        lambda v: v.get("cluster_id") in wanted and v.get(EVENT_CLASS_COLUMN) != "traffic",
+        F.col("cluster_id").isin(clusters) & (F.col(EVENT_CLASS_COLUMN) != "traffic"),
+    )
+
+
+def read_check_events(storage: LakeStorage, clusters: list[str], horizons: dict[str, int]) -> DataFrame:
+    """The events the checks read: a cluster with a horizon as state events + traffic from the
+    horizon on (or untimed) + its carried traffic; every other cluster whole."""
+    whole = [c for c in clusters if c not in horizons]
+    parts: list[DataFrame] = []
+    if whole:
+        parts.append(storage.read_where(EVENTS_TABLE, "cluster_id", whole))
+    if horizons:
+        days = {c: day_of(h) for c, h in horizons.items()}
+
+        def keep(v: dict[str, str | None]) -> bool:
+            c = v.get("cluster_id")
+            if c not in days:
+                return False
+            day = v.get(EVENT_DATE_COLUMN)
+            return v.get(EVENT_CLASS_COLUMN) != "traffic" or day is None or day >= days[c]
+
+        recent: Column = reduce(
+            lambda a, b: a | b,
+            [(F.col("cluster_id") == c) & (F.unix_micros("event_time") >= F.lit(h)) for c, h in horizons.items()],
+        )
+        rows = F.col("cluster_id").isin(list(days)) & (
+            (F.col(EVENT_CLASS_COLUMN) != "traffic") | F.col("event_time").isNull() | recent
+        )
+        bronze = storage.read_partitions(EVENTS_TABLE, keep, rows)
+        parts.append(bronze)
+        carried = storage.read_where(CARRY_TABLE, "cluster_id", list(days)).where(F.col("event_type") != MARKER_TYPE)
+        parts.append(carried.select(*bronze.columns))
+    return reduce(DataFrame.unionByName, parts)
+
+
+def valid_horizons(
+    spark: SparkSession, storage: LakeStorage, clusters: list[str], silver: dict[str, DataFrame], ctx_config
+) -> dict[str, int]:
+    """The stored horizons of ``clusters`` whose anchors are unchanged before the horizon (a late
+    state file or a dump that changed an old epoch: the cluster is read whole this time)."""
+    if not supports_carry(storage):
+        return {}
+    stored = carried_horizons(storage, clusters)
+    if not stored:
+        return {}
+    cands = sorted(stored)
+    hz = spark.createDataFrame([(c, stored[c][0]) for c in cands], "cluster_id string, h long").select(
+        "cluster_id", F.timestamp_micros("h").alias("horizon")
+    )
+    ctx = CheckContext(events=read_state_events(storage, cands), silver=dict(silver), config=ctx_config)
+    now = {r["cluster_id"]: r["fingerprint"] for r in anchor_fingerprints(ctx, hz).collect()}
+    valid = {c: stored[c][0] for c in cands if now.get(c) == stored[c][1]}
+    changed = sorted(set(cands) - set(valid))
+    if changed:
+        log.info("state before the carried horizon changed for %s: reading their whole history", changed)
+    return valid
+
+
+def write_carries(
+    spark: SparkSession,
+    storage: LakeStorage,
+    ctx: CheckContext,
+    invariants: list[Invariant],
+    clusters: list[str],
+    previous: dict[str, int],
+    lag_minutes: int,
+) -> dict[str, str]:
+    """Take each cluster's new carry from what this run read (``ctx``) and store it, replacing the
+    clusters' old carries in one commit; return {cluster: new horizon (ISO, UTC)}. A carried horizon
+    never moves back (the carry before it holds less than an earlier horizon needs)."""
+    found = {r["cluster_id"]: r["h"] for r in next_horizons(ctx.events, lag_minutes).select(
+        "cluster_id", F.unix_micros("horizon").alias("h")).collect()}  # one row per cluster
+    horizons = {c: max(h, previous.get(c, h)) for c, h in found.items() if c in clusters}
+    schema_cols = storage.columns(EVENTS_TABLE)
+    if horizons:
+        hz = spark.createDataFrame(sorted(horizons.items()), "cluster_id string, h long").select(
+            "cluster_id", F.timestamp_micros("h").alias("horizon")
+        )
+        fps = {r["cluster_id"]: r["fingerprint"] for r in anchor_fingerprints(ctx, hz).collect()}
+        rows = carried_events(ctx, invariants, hz).select(*schema_cols)
+        rows = rows.join(F.broadcast(hz.select("cluster_id", F.unix_micros("horizon").alias(HORIZON_COLUMN))),
+                         "cluster_id").withColumn(FINGERPRINT_COLUMN, F.lit(None).cast("string"))
+    else:
+        fps = {}
+        rows = ctx.events.limit(0).select(*schema_cols).withColumn(HORIZON_COLUMN, F.lit(None).cast("long")).withColumn(
+            FINGERPRINT_COLUMN, F.lit(None).cast("string"))
+    markers = spark.createDataFrame(
+        [(c, f"{MARKER_TYPE}|{c}", MARKER_TYPE, h, fps.get(c, "empty")) for c, h in sorted(horizons.items())],
+        f"cluster_id string, event_id string, event_type string, {HORIZON_COLUMN} long, {FINGERPRINT_COLUMN} string",
+    )
+    out = rows.select(*schema_cols, HORIZON_COLUMN, FINGERPRINT_COLUMN).unionByName(markers, allowMissingColumns=True)
+    if storage.exists(CARRY_TABLE) and set(storage.columns(CARRY_TABLE)) != set(out.columns):
+        storage.overwrite(CARRY_TABLE, out)  # another layout: every other cluster's carry goes too
+    else:
+        storage.replace_where(CARRY_TABLE, out, "cluster_id", clusters)
+    return {c: iso_of(h) for c, h in sorted(horizons.items())}

@@ -1,0 +1,64 @@
+"""The validate stage, thin: run the layer suites, store their results, report critical failures.
+
+Writes ``gold/validation_results`` (one row per expectation and run, upserted on
+(run_id, table, expectation) so re-validating a run replaces its rows) and GX Data Docs under
+``<lake>/reports/data_docs/``. A failed or erroring expectation of a suite listed in
+``validation.critical_suites`` makes the stage report ``critical_failures`` > 0 (``run`` exits 3).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from pyspark.sql import SparkSession
+
+from epoch_audit.config import AppConfig
+from epoch_audit.lake.storage import LakeStorage
+from epoch_audit.stages.pipeline import StageResult
+from epoch_audit.validate.base import ValidationSettings
+from epoch_audit.validate.runner import RESULTS_TABLE, results_dataframe, run_suites
+
+log = logging.getLogger(__name__)
+
+RESULT_KEYS = ["run_id", "table", "expectation"]
+
+
+def settings_for(config: AppConfig, run_id: str) -> ValidationSettings:
+    """The validation settings of a run from the config's ``validation:`` section."""
+    return ValidationSettings.from_config(config.validation, run_id)
+
+
+def run_validation(spark: SparkSession, storage: LakeStorage, config: AppConfig, run_id: str) -> StageResult:
+    """Validate every layer; write gold/validation_results; return counts and the critical failures."""
+    outcome = run_suites(spark, storage, settings_for(config, run_id))
+    if not outcome.rows:
+        return StageResult("validate", "skipped", {"reason": "no suites in this build"})
+    storage.upsert(RESULTS_TABLE, results_dataframe(spark, outcome), RESULT_KEYS)
+    critical: list[dict[str, Any]] = [
+        {
+            "table": r["table"],
+            "expectation": r["expectation"],
+            "unexpected_count": r["unexpected_count"],
+            "sample": r["unexpected_sample"][:3],
+            "note": r["note"],
+        }
+        for r in outcome.critical_failures
+    ]
+    for c in critical:
+        log.error(
+            "critical expectation failed: %s %s (%s unexpected) e.g. %s",
+            c["table"],
+            c["expectation"],
+            c["unexpected_count"],
+            "; ".join(c["sample"]) or c["note"] or "-",
+        )
+    for r in outcome.rows:
+        if r["status"] == "skipped":
+            log.warning("validation skipped: %s %s: %s", r["table"], r["expectation"], r["note"])
+    detail: dict[str, Any] = {
+        "expectations": outcome.counts(),
+        "critical_failures": critical,
+        "data_docs": outcome.data_docs,
+    }
+    return StageResult("validate", "ran", detail)

@@ -1,0 +1,113 @@
+"""Bronze suite: the event contract and the line accounting.
+
+``bronze/events``
+- schema and types: every column of :data:`epoch_audit.contracts.events.EVENT_SCHEMA` is present with its
+  Spark type class;
+- ids and keys: ``event_id`` non-null and unique, ``event_type`` / ``file_id`` / ``line_number``
+  non-null;
+- epochs >= -2 (-1 and -2 are protocol sentinels, anything lower is a parse error);
+- ``event_type`` one of :data:`epoch_audit.contracts.events.EVENT_TYPES`;
+- ``event_time`` (where present) inside ``[validation.event_time_min, now + event_time_max_ahead_hours]``.
+
+``bronze/ingest_accounting``
+- every file read reconciles: ``lines_read = parsed + irrelevant + malformed``;
+- the quarantine rate ``sum(malformed) / sum(lines_read)`` of this run's ingest (the whole table
+  when this run read nothing) is at most ``validation.max_quarantine_rate``.
+"""
+
+from __future__ import annotations
+
+import great_expectations.expectations as gxe
+from great_expectations.expectations.expectation import Expectation
+
+from epoch_audit.contracts.events import EVENT_SCHEMA, EVENT_TYPES
+from epoch_audit.validate.base import TableSuite, ValidationSettings, offending_rows, sql_string, sql_timestamp
+
+# Columns holding an epoch (LE, PE, CE, BE, quorum epoch); -1 / -2 are the only negatives allowed.
+EPOCH_COLUMNS = (
+    "controller_epoch",
+    "state_controller_epoch",
+    "known_controller_epoch",
+    "leader_epoch",
+    "current_leader_epoch",
+    "prev_leader_epoch",
+    "partition_epoch",
+    "broker_epoch",
+    "quorum_epoch",
+)
+MIN_EPOCH = -2
+
+
+def epoch_query(columns: tuple[str, ...] = EPOCH_COLUMNS) -> str:
+    """Offending (event_id, column, value) for every epoch below ``MIN_EPOCH``."""
+    parts = [
+        f"SELECT CAST(event_id AS STRING) AS event_id, '{c}' AS column_name, CAST({c} AS STRING) AS value "
+        f"FROM {{batch}} WHERE {c} < {MIN_EPOCH}"
+        for c in columns
+    ]
+    return "\nUNION ALL\n".join(parts)
+
+
+def events_expectations(settings: ValidationSettings) -> list[Expectation]:
+    """The bronze/events epoch_audit.validate."""
+    exps: list[Expectation] = [
+        gxe.ExpectTableColumnsToMatchSet(column_set=[f.name for f in EVENT_SCHEMA.fields], exact_match=False),
+    ]
+    exps += [
+        gxe.ExpectColumnValuesToBeOfType(column=f.name, type_=type(f.dataType).__name__) for f in EVENT_SCHEMA.fields
+    ]
+    exps += [gxe.ExpectColumnValuesToNotBeNull(column=c) for c in ("event_id", "event_type", "file_id", "line_number")]
+    exps.append(gxe.ExpectColumnValuesToBeUnique(column="event_id"))
+    exps.append(gxe.ExpectColumnValuesToBeInSet(column="event_type", value_set=sorted(EVENT_TYPES)))
+    exps.append(
+        offending_rows("epochs_at_least_minus_2", epoch_query(), f"epochs are >= {MIN_EPOCH} (-1 / -2 are sentinels)")
+    )
+    lo, hi = sql_timestamp(settings.event_time_min), sql_timestamp(settings.event_time_max)
+    exps.append(
+        offending_rows(
+            "event_time_in_window",
+            "SELECT CAST(event_id AS STRING) AS event_id, CAST(event_time AS STRING) AS event_time, "
+            f"CAST(source_file AS STRING) AS source_file FROM {{batch}} "
+            f"WHERE event_time < {lo} OR event_time > {hi}",
+            f"event_time inside [{settings.event_time_min.isoformat()}, {settings.event_time_max.isoformat()}]",
+        )
+    )
+    return exps
+
+
+def accounting_expectations(settings: ValidationSettings) -> list[Expectation]:
+    """The bronze/ingest_accounting epoch_audit.validate."""
+    run = sql_string(settings.run_id)
+    rate = float(settings.max_quarantine_rate)
+    return [
+        gxe.ExpectTableColumnsToMatchSet(
+            column_set=["file_id", "source_file", "lines_read", "parsed", "irrelevant", "malformed"],
+            exact_match=False,
+        ),
+        offending_rows(
+            "accounting_reconciles",
+            "SELECT CAST(file_id AS STRING) AS file_id, CAST(source_file AS STRING) AS source_file, "
+            "CAST(start_line AS STRING) AS start_line, CAST(lines_read AS STRING) AS lines_read, "
+            "CAST(parsed AS STRING) AS parsed, CAST(irrelevant AS STRING) AS irrelevant, "
+            "CAST(malformed AS STRING) AS malformed FROM {batch} "
+            "WHERE NOT (lines_read <=> parsed + irrelevant + malformed) "
+            "OR lines_read IS NULL OR parsed < 0 OR irrelevant < 0 OR malformed < 0",
+            "every file read reconciles: lines_read = parsed + irrelevant + malformed",
+        ),
+        offending_rows(
+            "quarantine_rate_under_threshold",
+            f"WITH this_run AS (SELECT * FROM {{batch}} WHERE run_id = {run}), "
+            "scope AS (SELECT * FROM this_run UNION ALL "
+            "SELECT * FROM {batch} WHERE NOT EXISTS (SELECT 1 FROM this_run)) "
+            "SELECT CAST(SUM(malformed) AS STRING) AS malformed, CAST(SUM(lines_read) AS STRING) AS lines_read, "
+            "CAST(ROUND(SUM(malformed) / SUM(lines_read), 6) AS STRING) AS quarantine_rate FROM scope "
+            f"HAVING SUM(lines_read) > 0 AND SUM(malformed) > {rate!r} * SUM(lines_read)",
+            f"quarantine rate (malformed / lines_read) <= {rate} (this run's ingest, else the whole table)",
+        ),
+    ]
+
+
+SUITES: list[TableSuite] = [
+    TableSuite("bronze", "bronze/events", events_expectations, key_columns=("event_id",)),
+    TableSuite("bronze", "bronze/ingest_accounting", accounting_expectations, key_columns=("file_id", "start_line")),
+]

@@ -1,1 +1,0 @@
-"""Pure DataFrame -> DataFrame transforms: parsing, timelines, invariants."""
