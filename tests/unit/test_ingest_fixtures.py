@@ -10,7 +10,7 @@ from epoch_audit.config import AppConfig
 from epoch_audit.lake.storage import DeltaRsStorage
 from epoch_audit.stages.ingest import ACCOUNTING_TABLE, EVENTS_TABLE, QUARANTINE_TABLE, ingest
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = Path(__file__).parents[1] / "fixtures"
 
 # Fixture files that hold deliberately malformed lines (each parser's own tests pin the reasons).
 EXPECTED_MALFORMED = (

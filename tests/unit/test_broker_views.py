@@ -6,7 +6,7 @@ import pytest
 from epoch_audit_tools.reference_model import broker_views as model
 
 from epoch_audit.silver.broker_views import broker_leader_epochs, produce_runs, replica_offsets
-from tests.c2_events import H, to_frames
+from tests.builders.epoch_events import H, to_frames
 
 
 def _history() -> H:

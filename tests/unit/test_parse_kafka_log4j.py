@@ -19,7 +19,7 @@ from epoch_audit.bronze.records import frame_log_lines
 from epoch_audit.contracts.events import EVENT_COLUMNS, EVENT_TYPES
 from tests.helpers import LINE_SCHEMA
 
-FIXTURES = Path(__file__).parent / "fixtures" / "kafka"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "kafka"
 HOST = 7  # host id from the path; every line here names its broker itself unless stated
 
 

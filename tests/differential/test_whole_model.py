@@ -21,10 +21,10 @@ from hypothesis import given
 from epoch_audit.gold.base import CheckConfig, CheckContext
 from epoch_audit.gold.invariants import INVARIANTS
 from epoch_audit.silver.timelines import SILVER_BUILDERS, TIMELINE_COLUMNS
-from tests.c1_events import History, to_df
+from tests.builders.controller_events import History, to_df
+from tests.differential.test_controller_and_isr import SEEDS, SETTINGS, kraft_history, zk_history
+from tests.differential.test_snapshot_replay import cut_hole, cut_with_snapshot
 from tests.helpers import release_spark_memory
-from tests.test_differential_c1 import SEEDS, SETTINGS, kraft_history, zk_history
-from tests.test_snapshot_replay import cut_hole, cut_with_snapshot
 
 
 def zk_controller_history(seed: int) -> History:

@@ -26,7 +26,7 @@ from epoch_audit.report.html import daily_invariant_counts
 from epoch_audit.stages.ingest import ACCOUNTING_SCHEMA
 from epoch_audit.validate.runner import RESULTS_SCHEMA
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 SQL_DIR = REPO / "dashboards"
 LAKEVIEW = SQL_DIR / "epoch_audit.lvdash.json"
 QUERIES = sorted(SQL_DIR.glob("*.sql"))

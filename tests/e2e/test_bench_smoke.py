@@ -8,8 +8,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from epoch_audit_tools.bench import _stages, corpus_for, plan_parameters
 from epoch_audit_tools import bench as bench_module
+from epoch_audit_tools.bench import _stages, corpus_for, plan_parameters
 
 from epoch_audit.cli import main
 

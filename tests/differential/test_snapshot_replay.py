@@ -28,11 +28,11 @@ from epoch_audit.bronze.parsers import finish_events
 from epoch_audit.bronze.parsers.metadata_dump import parse_metadata_dump
 from epoch_audit.gold.base import CheckConfig
 from epoch_audit.silver.timelines import broker_registrations, partition_timeline
-from tests.c1_events import History
+from tests.builders.controller_events import History
+from tests.differential.test_controller_and_isr import kraft_history
 from tests.helpers import lines_from_text
-from tests.test_differential_c1 import kraft_history
 
-DUMP = Path(__file__).parent / "fixtures" / "dumps" / "metadata-3.9-snapshot-and-log.txt"
+DUMP = Path(__file__).parents[1] / "fixtures" / "dumps" / "metadata-3.9-snapshot-and-log.txt"
 STATE = ("leader", "leader_epoch", "partition_epoch", "isr", "commit_offset")
 
 

@@ -20,7 +20,7 @@ from epoch_audit.gold.invariants.leadership import (
     check_write_accepted_by_fenced_leader,
 )
 from epoch_audit.gold.invariants.offsets import check_epoch_start_offset_divergence, check_high_watermark_regression
-from tests.c2_events import H, comparable, model_all, run_all
+from tests.builders.epoch_events import H, comparable, model_all, run_all
 from tests.helpers import release_spark_memory
 
 HOSTS = st.integers(1, 3)

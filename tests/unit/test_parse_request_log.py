@@ -13,7 +13,7 @@ from epoch_audit.bronze.records import frame_log_lines
 from epoch_audit.contracts.events import EVENT_SCHEMA, EVENT_TYPES
 from tests.helpers import lines_from_text
 
-FIXTURES = Path(__file__).parent / "fixtures" / "request"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "request"
 FILES = ["reference_3x.log", "variants.log"]
 TID = "m8C_0vTdQnKnfRBdE_b5Kg"
 

@@ -33,7 +33,7 @@ from epoch_audit.bronze.parsers.file_kinds import copy_time
 from epoch_audit.cli import input_window, main
 from epoch_audit.stages.ingest import _rotation
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 SAMPLE = REPO / "data" / "samples" / "kafka-kraft"  # 23:xx..01:59 on 2024-03-04/05, cluster kraft-1
 CUTS = [dt.datetime(2024, 3, 5, 0, 40), dt.datetime(2024, 3, 5, 1, 20), None]  # None: the rest
 NIGHTS = ["2024-03-11", "2024-03-12", "2024-03-13"]  # delivery days (file modification times)

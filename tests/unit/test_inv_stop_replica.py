@@ -13,7 +13,7 @@ from epoch_audit_tools.reference_model.model import key_of
 from epoch_audit.gold.base import CHECK_COLUMNS, CheckContext
 from epoch_audit.gold.invariants.stop_replica import stale_controller_epoch_accepted, stale_stop_replica_accepted
 from epoch_audit.silver.timelines import SILVER_BUILDERS
-from tests.c1_events import History, to_df
+from tests.builders.controller_events import History, to_df
 
 B = 2  # the broker under test
 

@@ -12,7 +12,7 @@ from epoch_audit.bronze.parsers import MALFORMED, finish_events
 from epoch_audit.bronze.parsers.metadata_dump import parse_metadata_dump
 from tests.helpers import lines_from_text
 
-DUMPS = Path(__file__).parent / "fixtures" / "dumps"
+DUMPS = Path(__file__).parents[1] / "fixtures" / "dumps"
 FIXTURES = (
     "metadata-3.9-reference-example.txt",
     "metadata-3.7-transactions.txt",

@@ -8,7 +8,7 @@ import pytest
 from epoch_audit_tools.reference_model import offsets as model
 
 from epoch_audit.gold.invariants.offsets import check_epoch_start_offset_divergence, check_high_watermark_regression
-from tests.c2_events import H, comparable, model_all, run_all
+from tests.builders.epoch_events import H, comparable, model_all, run_all
 
 SCENARIOS: dict[str, Callable[[H], None]] = {}
 

@@ -13,7 +13,7 @@ from epoch_audit.bronze.records import frame_log_lines
 from epoch_audit.contracts.events import EVENT_SCHEMA, EVENT_TYPES
 from tests.helpers import lines_from_text
 
-FIXTURES = Path(__file__).parent / "fixtures" / "redpanda"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "redpanda"
 FILES = ["v22_1.log", "v22_3.log", "v23_2.log", "v24_1.log", "v25_1.log"]
 SENTINEL = "-9223372036854775808"
 

@@ -17,7 +17,7 @@ from epoch_audit.gold.invariants.isr_membership import (
     stale_broker_epoch_isr_join,
 )
 from epoch_audit.silver.timelines import SILVER_BUILDERS
-from tests.c1_events import History, to_df
+from tests.builders.controller_events import History, to_df
 
 SCENARIOS: dict[str, History] = {}
 

@@ -19,7 +19,7 @@ from deltalake import DeltaTable
 
 from epoch_audit.cli import main
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 SAMPLE = REPO / "data" / "samples" / "redpanda"
 SPARK_SUBMIT = Path(pyspark.__file__).resolve().parent / "bin" / "spark-submit"
 

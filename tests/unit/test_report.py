@@ -11,7 +11,7 @@ import pytest
 
 from epoch_audit.report.html import json_for_script, render
 from epoch_audit.validate.runner import RESULTS_SCHEMA
-from tests.test_expectations import build_lake
+from tests.unit.test_expectations import build_lake
 
 RUN_ID = "report-1"
 

@@ -17,7 +17,7 @@ from epoch_audit.gold.invariants.leadership import (
     check_two_leaders_same_epoch,
     check_write_accepted_by_fenced_leader,
 )
-from tests.c2_events import H, comparable, model_all, run_all, ts
+from tests.builders.epoch_events import H, comparable, model_all, run_all, ts
 
 SCENARIOS: dict[str, Callable[[H], None]] = {}
 

@@ -11,7 +11,7 @@ from epoch_audit_tools.reference_model.timeline import partition_timeline as mod
 
 from epoch_audit.gold.base import CheckConfig
 from epoch_audit.silver.timelines import SILVER_BUILDERS
-from tests.c1_events import History, to_df
+from tests.builders.controller_events import History, to_df
 
 
 def _kraft_replay() -> History:

@@ -13,7 +13,7 @@ from epoch_audit.bronze.parsers.checkpoints import parse_checkpoints
 from epoch_audit.bronze.parsers.file_kinds import detect_file_kind
 from tests.helpers import lines_from_text
 
-FIXTURES = Path(__file__).parent / "fixtures" / "checkpoints"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "checkpoints"
 HOSTS = {"broker-1": 1, "broker-2": 2, "broker-3": 3}
 
 

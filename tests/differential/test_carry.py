@@ -23,9 +23,9 @@ from epoch_audit.gold.carry import anchor_fingerprints, carried_events, windowed
 from epoch_audit.gold.invariants import INVARIANTS
 from epoch_audit.silver.timelines import SILVER_BUILDERS as TIMELINE_BUILDERS
 from epoch_audit.stages.ingest import with_file_own_time
-from tests.c1_events import BASE, History, to_df
+from tests.builders.controller_events import BASE, History, to_df
+from tests.differential.test_whole_model import _histories
 from tests.helpers import release_spark_memory
-from tests.test_differential_full import _histories
 
 SEEDS = [11, 23, 37, 41]
 # in seconds after BASE (the histories' traffic lies between 0 and ~30 s): nights deliver what is

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_report import report_lake  # noqa: F401  (session fixture shared with test_report)
+from tests.unit.test_report import report_lake  # noqa: F401  (session fixture shared with test_report)
 
 CANDIDATES = ("/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome")
 

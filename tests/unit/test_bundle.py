@@ -19,7 +19,7 @@ import yaml
 from epoch_audit.cli import build_parser
 from epoch_audit.config import load_config
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 BUNDLE = REPO / "databricks.yml"
 PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())
 REF = re.compile(r"\$\{([a-z_]+(?:\.[A-Za-z0-9_]+)+)\}")

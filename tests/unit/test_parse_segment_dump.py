@@ -18,8 +18,8 @@ from epoch_audit.bronze.parsers.file_kinds import (
 from epoch_audit.bronze.parsers.segment_dump import parse_segment_dump
 from tests.helpers import lines_from_text
 
-DUMPS = Path(__file__).parent / "fixtures" / "dumps"
-CHECKPOINTS = Path(__file__).parent / "fixtures" / "checkpoints"
+DUMPS = Path(__file__).parents[1] / "fixtures" / "dumps"
+CHECKPOINTS = Path(__file__).parents[1] / "fixtures" / "checkpoints"
 
 # fixture -> where the collector put it (the 3.9 example was dumped inside the partition directory).
 SOURCES = {

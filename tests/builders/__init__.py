@@ -1,0 +1,1 @@
+"""Bronze-shaped event and timeline builders shared by the unit and differential tests."""
