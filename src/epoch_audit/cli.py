@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import re
 import sys
 import time
 import uuid
@@ -27,11 +28,24 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
+RUN_ID = re.compile(r"[A-Za-z0-9._-]{1,64}")
+
+
+def run_id_argument(value: str) -> str:
+    """A run id names folders in the lake: letters, digits, '.', '_', '-' only, never a path step."""
+    if not RUN_ID.fullmatch(value) or ".." in value or value.strip(".") == "":
+        raise argparse.ArgumentTypeError(
+            f"invalid value {value!r}: expected 1 to 64 of [A-Za-z0-9._-], without '..'"
+        )
+    return value
+
+
 def _common(p: argparse.ArgumentParser, needs_input: bool = False) -> None:
     p.add_argument("--lake", required=True, help="lake directory (Delta tables live under it)")
     p.add_argument("--conf", default=None, help="YAML config file (default: conf/local.yaml)")
     p.add_argument("--profile", default="local", help="profile in conf/ when --conf is not given")
-    p.add_argument("--run-id", default=None, help="run id (default: generated)")
+    p.add_argument("--run-id", default=None, type=run_id_argument,
+                   help="run id, [A-Za-z0-9._-]{1,64} without '..' (default: generated)")
     p.add_argument("--json", action="store_true", help="print a one-object JSON summary on stdout")
     p.add_argument("--debug", action="store_true", help="show tracebacks and Spark logs")
     if needs_input:
@@ -196,6 +210,7 @@ STAGES = {
 
 def main(argv: list[str] | None = None) -> int:
     from epoch_audit.config import ConfigError
+    from epoch_audit.lake.lock import LakeBusyError, lake_lock
     from epoch_audit.lake.storage import StorageError
     from epoch_audit.stages.ingest import InputError
 
@@ -205,11 +220,12 @@ def main(argv: list[str] | None = None) -> int:
         _setup_logging(getattr(args, "debug", False))
         if args.command in args.dev_commands:
             return args.dev_commands[args.command](args)
-        code, summary = _run_pipeline(args, STAGES[args.command])
+        with lake_lock(args.lake, f"epoch-audit {args.command}"):
+            code, summary = _run_pipeline(args, STAGES[args.command])
         if args.json:
             print(json.dumps(summary, sort_keys=True, default=str))
         return code
-    except (UsageError, ConfigError, InputError, StorageError) as err:
+    except (UsageError, ConfigError, InputError, StorageError, LakeBusyError) as err:
         print(f"epoch-audit: error: {err}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
