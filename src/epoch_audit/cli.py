@@ -175,7 +175,7 @@ def _run_pipeline(args: argparse.Namespace, stages: list[str]) -> tuple[int, dic
         elif stage == "validate":
             from epoch_audit.stages.validate import run_validation
 
-            res = run_validation(spark, storage, config, run_id)
+            res = run_validation(spark, storage, config, run_id, this_run_only="ingest" in stages)
             detail = {"status": res.status, **res.detail}
             if res.detail.get("critical_failures"):
                 exit_code = EXIT_FOUND

@@ -57,6 +57,8 @@ class IncrementalConf:
 class ValidationConf:
     critical_suites: list[str] = field(default_factory=lambda: ["bronze", "silver", "gold"])
     max_quarantine_rate: float = 0.01
+    # a night with fewer lines than this cannot fail on its quarantine rate (1 bad line of 2 is noise)
+    min_lines_for_quarantine_rate: int = 1000
     unexpected_sample_size: int = 20
     event_time_min: str = "2010-01-01"  # bronze event_time window: ISO date/time (UTC) ...
     event_time_max_ahead_hours: int = 24  # ... up to the run's start plus this many hours
@@ -135,6 +137,8 @@ def _validate(cfg: AppConfig) -> AppConfig:
         raise ConfigError(f"ingest.source_time_zone: unknown time zone {cfg.ingest.source_time_zone!r}") from None
     if not 0 <= cfg.validation.max_quarantine_rate <= 1:
         raise ConfigError("validation.max_quarantine_rate: must be between 0 and 1")
+    if cfg.validation.min_lines_for_quarantine_rate < 0:
+        raise ConfigError("validation.min_lines_for_quarantine_rate: must be >= 0")
     try:
         from datetime import datetime
 

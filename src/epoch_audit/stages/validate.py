@@ -9,6 +9,7 @@ Writes ``gold/validation_results`` (one row per expectation and run, upserted on
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from typing import Any
 
 from pyspark.sql import SparkSession
@@ -24,14 +25,19 @@ log = logging.getLogger(__name__)
 RESULT_KEYS = ["run_id", "table", "expectation"]
 
 
-def settings_for(config: AppConfig, run_id: str) -> ValidationSettings:
+def settings_for(config: AppConfig, run_id: str, this_run_only: bool = False) -> ValidationSettings:
     """The validation settings of a run from the config's ``validation:`` section."""
-    return ValidationSettings.from_config(config.validation, run_id)
+    return replace(ValidationSettings.from_config(config.validation, run_id), this_run_only=this_run_only)
 
 
-def run_validation(spark: SparkSession, storage: LakeStorage, config: AppConfig, run_id: str) -> StageResult:
-    """Validate every layer; write gold/validation_results; return counts and the critical failures."""
-    outcome = run_suites(spark, storage, settings_for(config, run_id))
+def run_validation(
+    spark: SparkSession, storage: LakeStorage, config: AppConfig, run_id: str, this_run_only: bool = False
+) -> StageResult:
+    """Validate every layer; write gold/validation_results; return counts and the critical failures.
+
+    ``this_run_only`` (a run that ingested): data expectations read only what this run wrote.
+    """
+    outcome = run_suites(spark, storage, settings_for(config, run_id, this_run_only))
     if not outcome.rows:
         return StageResult("validate", "skipped", {"reason": "no suites in this build"})
     storage.upsert(RESULTS_TABLE, results_dataframe(spark, outcome), RESULT_KEYS)

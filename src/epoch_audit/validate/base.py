@@ -37,11 +37,15 @@ class ValidationSettings:
     run_id: str
     critical_suites: tuple[str, ...] = ("bronze", "silver", "gold")
     max_quarantine_rate: float = 0.01
+    min_lines_for_quarantine_rate: int = 1000
     unexpected_sample_size: int = 20
     event_time_min: datetime = datetime(2010, 1, 1, tzinfo=UTC)
     event_time_max: datetime = field(default_factory=lambda: datetime.now(UTC) + timedelta(days=1))
     # Lake tables present as temp views for this run (set by the runner; see VIEW_NAMES).
     views: frozenset[str] = frozenset()
+    # True for a run that ingested: data expectations read only what this run wrote (its bronze
+    # chunks, the clusters it rebuilt), so one old bad row never fails every later night.
+    this_run_only: bool = False
 
     @classmethod
     def from_config(cls, validation: Any, run_id: str, now: datetime | None = None) -> ValidationSettings:
@@ -51,6 +55,7 @@ class ValidationSettings:
             run_id=run_id,
             critical_suites=tuple(validation.critical_suites),
             max_quarantine_rate=float(validation.max_quarantine_rate),
+            min_lines_for_quarantine_rate=int(getattr(validation, "min_lines_for_quarantine_rate", 1000)),
             unexpected_sample_size=int(validation.unexpected_sample_size),
             event_time_min=parse_utc(getattr(validation, "event_time_min", "2010-01-01")),
             event_time_max=now + timedelta(hours=int(getattr(validation, "event_time_max_ahead_hours", 24))),
@@ -118,6 +123,8 @@ class TableSuite:
     table: str
     build: Callable[[ValidationSettings], list[Expectation]]
     key_columns: tuple[str, ...] = ()
+    # The rows this run wrote, given the whole table, the storage and the settings (None: whole table).
+    this_run: Callable[[Any, Any, ValidationSettings], Any] | None = None
 
     @property
     def suite_name(self) -> str:

@@ -22,6 +22,7 @@ from great_expectations.expectations.expectation import Expectation
 
 from epoch_audit.contracts.events import EVENT_SCHEMA, EVENT_TYPES
 from epoch_audit.validate.base import TableSuite, ValidationSettings, offending_rows, sql_string, sql_timestamp
+from epoch_audit.validate.scope import bronze_events_of_run, ledger_rows_of_run
 
 # Columns holding an epoch (LE, PE, CE, BE, quorum epoch); -1 / -2 are the only negatives allowed.
 EPOCH_COLUMNS = (
@@ -101,13 +102,20 @@ def accounting_expectations(settings: ValidationSettings) -> list[Expectation]:
             "SELECT * FROM {batch} WHERE NOT EXISTS (SELECT 1 FROM this_run)) "
             "SELECT CAST(SUM(malformed) AS STRING) AS malformed, CAST(SUM(lines_read) AS STRING) AS lines_read, "
             "CAST(ROUND(SUM(malformed) / SUM(lines_read), 6) AS STRING) AS quarantine_rate FROM scope "
-            f"HAVING SUM(lines_read) > 0 AND SUM(malformed) > {rate!r} * SUM(lines_read)",
-            f"quarantine rate (malformed / lines_read) <= {rate} (this run's ingest, else the whole table)",
+            f"HAVING SUM(lines_read) >= {max(1, settings.min_lines_for_quarantine_rate)} "
+            f"AND SUM(malformed) > {rate!r} * SUM(lines_read)",
+            f"quarantine rate (malformed / lines_read) <= {rate} (this run's ingest, else the whole table; "
+            f"checked from {settings.min_lines_for_quarantine_rate} lines on)",
         ),
     ]
 
 
 SUITES: list[TableSuite] = [
-    TableSuite("bronze", "bronze/events", events_expectations, key_columns=("event_id",)),
-    TableSuite("bronze", "bronze/ingest_accounting", accounting_expectations, key_columns=("file_id", "start_line")),
+    TableSuite(
+        "bronze", "bronze/events", events_expectations, key_columns=("event_id",), this_run=bronze_events_of_run
+    ),
+    TableSuite(
+        "bronze", "bronze/ingest_accounting", accounting_expectations, key_columns=("file_id", "start_line"),
+        this_run=ledger_rows_of_run,
+    ),
 ]

@@ -15,6 +15,7 @@ from great_expectations.expectations.expectation import Expectation
 
 from epoch_audit.gold.base import CHECK_COLUMNS, CONFIDENCES, SEVERITIES
 from epoch_audit.validate.base import TableSuite, ValidationSettings, offending_rows, view
+from epoch_audit.validate.scope import gold_clusters_of_run
 
 EVENTS = "bronze/events"
 
@@ -61,5 +62,8 @@ def violations_expectations(settings: ValidationSettings) -> list[Expectation]:
 
 
 SUITES: list[TableSuite] = [
-    TableSuite("gold", "gold/violations", violations_expectations, key_columns=("violation_id",)),
+    TableSuite(
+        "gold", "gold/violations", violations_expectations, key_columns=("violation_id",),
+        this_run=gold_clusters_of_run,
+    ),
 ]

@@ -298,7 +298,10 @@ def run_suites(
                     runnable.append(exp)
             if not runnable:
                 continue
-            res = project.validate(suite, runnable, storage.read(suite.table), settings)
+            table = storage.read(suite.table)
+            if settings.this_run_only and suite.this_run is not None:
+                table = suite.this_run(table, storage, settings)
+            res = project.validate(suite, runnable, table, settings)
             seen = set()
             for r in res.results:
                 exp = r.expectation_config.to_domain_obj()

@@ -27,6 +27,7 @@ import great_expectations.expectations as gxe
 from great_expectations.expectations.expectation import Expectation
 
 from epoch_audit.validate.base import TableSuite, ValidationSettings, offending_rows, view
+from epoch_audit.validate.scope import silver_clusters_of_run
 
 GOLD = "gold/violations"
 EPOCH_INVARIANTS = ("leader_epoch_regression", "two_leaders_same_epoch")
@@ -174,6 +175,10 @@ SUITES: list[TableSuite] = [
         "silver/partition_timeline",
         timeline_expectations,
         key_columns=("event_id",),
+        this_run=silver_clusters_of_run,
     ),
-    TableSuite("silver", "silver/broker_registrations", registration_expectations, key_columns=("event_id",)),
+    TableSuite(
+        "silver", "silver/broker_registrations", registration_expectations, key_columns=("event_id",),
+        this_run=silver_clusters_of_run,
+    ),
 ]
