@@ -1,7 +1,9 @@
-"""Reference model of the leadership invariants (``epoch_audit.gold.invariants.leadership``): a plain
-Python replay over bronze-shaped dicts plus partition_timeline rows, with explicit state.
+"""Reference model of the leadership invariants (leader_epoch_regression, two_leaders_same_epoch,
+write_accepted_by_fenced_leader, produce_epoch_mismatch_accepted): a plain Python replay over
+bronze-shaped dicts plus partition_timeline rows, with explicit state.
 
-``check(events, timeline, config)`` returns violation dicts with the CHECK_SCHEMA columns.
+``check(events, timeline, config)`` returns violation dicts with the output contract's columns
+(``violations.partition_violation``).
 """
 
 from __future__ import annotations
@@ -50,32 +52,32 @@ def partition_key(row: Row) -> tuple:
     return (row.get("cluster_id"), row.get("topic"), row.get("partition"))
 
 
-def epoch_leaders(ble: list[Row], timeline: list[Row]) -> dict[tuple, Any]:
+def epoch_leaders(held_epochs: list[Row], timeline: list[Row]) -> dict[tuple, Any]:
     """(cluster, topic, partition, LE) -> leader: first timeline decision, else first broker claim."""
-    tl: dict[tuple, tuple] = {}
+    from_timeline: dict[tuple, tuple] = {}
     for d in timeline:
         if d.get("leader") is None or d["leader"] < 0 or d.get("leader_epoch") is None or d["leader_epoch"] < 0:
             continue
         k = partition_key(d) + (d["leader_epoch"],)
-        if k not in tl or d["decision_seq"] < tl[k][0]:
-            tl[k] = (d["decision_seq"], d["leader"])
-    bk: dict[tuple, tuple] = {}
-    for r in ble:
+        if k not in from_timeline or d["decision_seq"] < from_timeline[k][0]:
+            from_timeline[k] = (d["decision_seq"], d["leader"])
+    from_claims: dict[tuple, tuple] = {}
+    for r in held_epochs:
         if not r["is_claim"]:
             continue
         k = partition_key(r) + (r["leader_epoch"],)
         key = (r.get("event_time") is None, nulls_first(r.get("event_time")), r["event_id"])
-        if k not in bk or key < bk[k][0]:
-            bk[k] = (key, r["broker_id"])
-    out = {k: v[1] for k, v in bk.items()}
-    out.update({k: v[1] for k, v in tl.items()})
+        if k not in from_claims or key < from_claims[k][0]:
+            from_claims[k] = (key, r["broker_id"])
+    out = {k: v[1] for k, v in from_claims.items()}
+    out.update({k: v[1] for k, v in from_timeline.items()})
     return out
 
 
-def leader_epoch_regression(ble: list[Row], timeline: list[Row]) -> list[Row]:
+def leader_epoch_regression(held_epochs: list[Row], timeline: list[Row]) -> list[Row]:
     out = []
     series: dict[tuple, list[Row]] = defaultdict(list)
-    for r in ble:
+    for r in held_epochs:
         if r["row_kind"] == "epoch":
             series[(r["cluster_id"], r["broker_id"], r["topic"], r["partition"], r["gen"])].append(r)
     for rs in series.values():
@@ -121,9 +123,9 @@ def leader_epoch_regression(ble: list[Row], timeline: list[Row]) -> list[Row]:
     return out
 
 
-def two_leaders_same_epoch(events: list[Row], ble: list[Row], timeline: list[Row], skew_ms: int) -> list[Row]:
+def two_leaders_same_epoch(events: list[Row], held_epochs: list[Row], timeline: list[Row], skew_ms: int) -> list[Row]:
     claimants: dict[tuple, dict[Any, Row]] = defaultdict(dict)
-    for r in ble:
+    for r in held_epochs:
         if not r["is_claim"]:
             continue
         c = claimants[partition_key(r) + (r["leader_epoch"],)].setdefault(r["broker_id"], {"claimant": r["broker_id"]})
@@ -150,7 +152,7 @@ def two_leaders_same_epoch(events: list[Row], ble: list[Row], timeline: list[Row
             by_incarnation[k + (grp,)][claimant] = c
     claimants = by_incarnation
     acks: dict[tuple, list[tuple]] = defaultdict(list)
-    for r in ble:
+    for r in held_epochs:
         is_ack = r["row_kind"] == "ack" or (r["row_kind"] == "epoch" and r["event_type"] == "become_follower")
         if is_ack and r.get("leader") is not None:
             ack_key = partition_key(r) + (r["leader_epoch"], r["broker_id"], r["leader"])
@@ -237,11 +239,11 @@ def two_leaders_same_epoch(events: list[Row], ble: list[Row], timeline: list[Row
     return out
 
 
-def epoch_starts_by_leader(ro: list[Row], leaders: dict[tuple, Any]) -> dict[tuple, tuple]:
+def epoch_starts_by_leader(offset_series: list[Row], leaders: dict[tuple, Any]) -> dict[tuple, tuple]:
     """(c, t, p, e) -> (start, start_event): the epoch leader's line, else its latest checkpoint."""
     line: dict[tuple, tuple] = {}
     ckpt: dict[tuple, tuple] = {}
-    for r in ro:
+    for r in offset_series:
         k = partition_key(r) + (r["leader_epoch"], r["broker_id"])
         if r["series"] == "epoch_start_line":
             if k not in line or r["series_seq"] < line[k][0]:
@@ -260,9 +262,9 @@ def epoch_starts_by_leader(ro: list[Row], leaders: dict[tuple, Any]) -> dict[tup
     return out
 
 
-def offset_rule(events: list[Row], ble: list[Row], ro: list[Row], timeline: list[Row]) -> list[Row]:
-    leaders = epoch_leaders(ble, timeline)
-    starts = epoch_starts_by_leader(ro, leaders)
+def offset_rule(events: list[Row], held_epochs: list[Row], offset_series: list[Row], timeline: list[Row]) -> list[Row]:
+    leaders = epoch_leaders(held_epochs, timeline)
+    starts = epoch_starts_by_leader(offset_series, leaders)
     runs = produce_runs(events)
     thr: dict[tuple, tuple] = {}
     for run in runs:
@@ -329,11 +331,11 @@ def fence_markers(events: list[Row]) -> list[Row]:
     return out
 
 
-def time_rule(events: list[Row], timeline: list[Row], skew_ms: int, ble: list[Row] | None = None) -> list[Row]:
+def time_rule(events: list[Row], timeline: list[Row], skew_ms: int, held_epochs: list[Row] | None = None) -> list[Row]:
     skew_us = skew_ms * 1000
     # B's own leadership claims (leader lines, B's clock) per (c, t, p, broker).
     claims: dict[tuple, list[tuple]] = defaultdict(list)
-    for r in ble if ble is not None else broker_leader_epochs(events):
+    for r in held_epochs if held_epochs is not None else broker_leader_epochs(events):
         if r["is_claim"] and r.get("event_time") is not None and r.get("leader_epoch") is not None:
             claims[partition_key(r) + (r["broker_id"],)].append((r["event_time"], r["leader_epoch"]))
     # Leadership markers per (c, t, p, broker).
@@ -439,9 +441,9 @@ def _held_position(held: Row) -> tuple:
     return (nulls_first(held.get("event_time")), 0, nulls_first(held["seq"]), held["event_id"])
 
 
-def produce_epoch_mismatch(events: list[Row], ble: list[Row]) -> list[Row]:
+def produce_epoch_mismatch(events: list[Row], held_epochs: list[Row]) -> list[Row]:
     held: dict[tuple, list[Row]] = defaultdict(list)
-    for r in ble:
+    for r in held_epochs:
         if r["row_kind"] == "epoch":
             held[partition_key(r) + (r["broker_id"],)].append(r)
     out = []
@@ -479,12 +481,12 @@ def produce_epoch_mismatch(events: list[Row], ble: list[Row]) -> list[Row]:
 def check(events: list[Row], timeline: list[Row], config: RuleConfig | None = None) -> list[Row]:
     """All leadership violations of one history (any number of clusters)."""
     skew_ms = clock_skew_ms(config)
-    ble = broker_leader_epochs(events)
-    ro = replica_offsets(events)
+    held_epochs = broker_leader_epochs(events)
+    offset_series = replica_offsets(events)
     return (
-        leader_epoch_regression(ble, timeline)
-        + two_leaders_same_epoch(events, ble, timeline, skew_ms)
-        + offset_rule(events, ble, ro, timeline)
-        + time_rule(events, timeline, skew_ms, ble)
-        + produce_epoch_mismatch(events, ble)
+        leader_epoch_regression(held_epochs, timeline)
+        + two_leaders_same_epoch(events, held_epochs, timeline, skew_ms)
+        + offset_rule(events, held_epochs, offset_series, timeline)
+        + time_rule(events, timeline, skew_ms, held_epochs)
+        + produce_epoch_mismatch(events, held_epochs)
     )

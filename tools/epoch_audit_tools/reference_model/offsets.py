@@ -1,7 +1,8 @@
-"""Reference model of the offset invariants (``epoch_audit.gold.invariants.offsets``): plain Python over
-bronze-shaped dicts plus partition_timeline rows.
+"""Reference model of the offset invariants (high_watermark_regression, epoch_start_offset_divergence):
+plain Python over bronze-shaped dicts plus partition_timeline rows.
 
-``check(events, timeline, config)`` returns violation dicts with the CHECK_SCHEMA columns.
+``check(events, timeline, config)`` returns violation dicts with the output contract's columns
+(``violations.partition_violation``).
 """
 
 from __future__ import annotations
@@ -35,10 +36,10 @@ def rp_expected(events: list[Row]) -> set[tuple]:
     return rp & acks & loss
 
 
-def high_watermark_regression(events: list[Row], ro: list[Row]) -> list[Row]:
+def high_watermark_regression(events: list[Row], offset_series: list[Row]) -> list[Row]:
     expected = rp_expected(events)
     series: dict[tuple, list[Row]] = defaultdict(list)
-    for r in ro:
+    for r in offset_series:
         if r["series"] in HW_SERIES:
             series[(r["cluster_id"], r["broker_id"], r["topic"], r["partition"], r["series"])].append(r)
     out = []
@@ -62,12 +63,12 @@ def high_watermark_regression(events: list[Row], ro: list[Row]) -> list[Row]:
     return out
 
 
-def reference_starts(ro: list[Row], leaders: dict[tuple, Any]) -> dict[tuple, tuple]:
+def reference_starts(offset_series: list[Row], leaders: dict[tuple, Any]) -> dict[tuple, tuple]:
     """(c, t, p, e) -> (ref, ref_event, source)."""
     line: dict[tuple, tuple] = {}
     ckpt: dict[tuple, tuple] = {}
     dump: dict[tuple, tuple] = {}
-    for r in ro:
+    for r in offset_series:
         k = partition_key(r) + (r["leader_epoch"], r["broker_id"])
         v = (r["value"], r["event_id"])
         if r["series"] == "epoch_start_line":
@@ -103,13 +104,13 @@ def reference_starts(ro: list[Row], leaders: dict[tuple, Any]) -> dict[tuple, tu
     return out
 
 
-def start_rule(ro: list[Row], refs: dict[tuple, tuple]) -> list[Row]:
+def start_rule(offset_series: list[Row], refs: dict[tuple, tuple]) -> list[Row]:
     log_starts: dict[tuple, set] = defaultdict(set)
-    for r in ro:
+    for r in offset_series:
         if r["series"] == "log_start":
             log_starts[partition_key(r) + (r["broker_id"],)].add(r["value"])
     found: dict[tuple, list[Row]] = defaultdict(list)
-    for r in ro:
+    for r in offset_series:
         is_ck = r["series"] == "epoch_start_checkpoint" and r["is_latest_copy"]
         if not (is_ck or r["series"] == "epoch_start_dump"):
             continue
@@ -142,9 +143,9 @@ def start_rule(ro: list[Row], refs: dict[tuple, tuple]) -> list[Row]:
     return out
 
 
-def latest_hw(ro: list[Row]) -> dict[tuple, Any]:
+def latest_hw(offset_series: list[Row]) -> dict[tuple, Any]:
     best: dict[tuple, tuple] = {}
-    for r in ro:
+    for r in offset_series:
         if r["series"] not in HW_SERIES:
             continue
         k = partition_key(r) + (r["broker_id"],)
@@ -155,9 +156,9 @@ def latest_hw(ro: list[Row]) -> dict[tuple, Any]:
     return {k: v[1] for k, v in best.items()}
 
 
-def same_offset_rule(events: list[Row], ro: list[Row], refs: dict[tuple, tuple]) -> list[Row]:
+def same_offset_rule(events: list[Row], offset_series: list[Row], refs: dict[tuple, tuple]) -> list[Row]:
     runs = produce_runs(events)
-    hw = latest_hw(ro)
+    hw = latest_hw(offset_series)
     by_part: dict[tuple, list[Row]] = defaultdict(list)
     for r in runs:
         by_part[partition_key(r)].append(r)
@@ -213,7 +214,11 @@ def same_offset_rule(events: list[Row], ro: list[Row], refs: dict[tuple, tuple])
 
 def check(events: list[Row], timeline: list[Row], config: RuleConfig | None = None) -> list[Row]:
     """All offset violations of one history (any number of clusters)."""
-    ble = broker_leader_epochs(events)
-    ro = replica_offsets(events)
-    refs = reference_starts(ro, epoch_leaders(ble, timeline))
-    return high_watermark_regression(events, ro) + start_rule(ro, refs) + same_offset_rule(events, ro, refs)
+    held_epochs = broker_leader_epochs(events)
+    offset_series = replica_offsets(events)
+    refs = reference_starts(offset_series, epoch_leaders(held_epochs, timeline))
+    return (
+        high_watermark_regression(events, offset_series)
+        + start_rule(offset_series, refs)
+        + same_offset_rule(events, offset_series, refs)
+    )
