@@ -1,8 +1,9 @@
 """Pure-Python twin of ``epoch_audit.silver.broker_views``: the broker-held series, replicated offsets and
 data-batch runs, replayed with explicit state over a list of bronze-shaped dicts.
 
-Same rules as the Spark builders (see their docstrings); the differential tests require both to
-yield identical violations.
+The rules are the spec's (leader_epoch_regression, two_leaders_same_epoch, high_watermark_regression,
+epoch_start_offset_divergence), with the model's own event-type lists (``event_types``); the
+differential tests require the Spark builders and these to yield identical violations.
 """
 
 from __future__ import annotations
@@ -11,31 +12,19 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
 
-from epoch_audit.silver.broker_views import (
+from epoch_audit_tools.reference_model.event_types import (
     ACK_TYPES,
     CLAIM_TYPES,
-    HELD_TYPES,
-    RP_NOT_HELD_TYPES,
-    RP_VOTE_REQUEST,
+    KAFKA_HELD_TYPES,
+    REDPANDA_HELD_TYPES,
+    REDPANDA_VOTE_REQUEST,
     SERIES_BREAK_TYPES,
     TOPIC_ID_TYPES,
 )
+from epoch_audit_tools.reference_model.ordering import nulls_first, nulls_last
 
+# A bronze event or a derived row (the silver views' columns), as a dict.
 Row = dict[str, Any]
-
-
-def g(e: Row, k: str) -> Any:
-    return e.get(k)
-
-
-def nf(v: Any) -> tuple[bool, Any]:
-    """Sort key part: nulls first (Spark's ascending default)."""
-    return (v is not None, v if v is not None else 0)
-
-
-def nl(v: Any) -> tuple[bool, Any]:
-    """Sort key part: nulls last."""
-    return (v is None, v if v is not None else 0)
 
 
 def rp_term(e: Row) -> Any:
@@ -57,7 +46,7 @@ def add_own_order(rows: list[Row]) -> None:
     for r in rows:
         by_file[r.get("file_id")].append(r)
     for rs in by_file.values():
-        rs.sort(key=lambda r: (nf(r.get("line_number")), nf(r.get("sub_index"))))
+        rs.sort(key=lambda r: (nulls_first(r.get("line_number")), nulls_first(r.get("sub_index"))))
         cur = None
         for r in rs:
             t = r.get("event_time")
@@ -67,16 +56,16 @@ def add_own_order(rows: list[Row]) -> None:
 
 
 def own_key(r: Row) -> tuple:
-    return tuple(nf(r.get(c)) for c in ("ots", "file_order", "file_id", "line_number", "sub_index"))
+    return tuple(nulls_first(r.get(c)) for c in ("ots", "file_order", "file_id", "line_number", "sub_index"))
 
 
 def copy_key(r: Row) -> tuple:
     return (
-        nl(r.get("event_time")),
-        nf(r.get("file_order")),
-        nf(r.get("source_file")),
-        nf(r.get("line_number")),
-        nf(r.get("sub_index")),
+        nulls_last(r.get("event_time")),
+        nulls_first(r.get("file_order")),
+        nulls_first(r.get("source_file")),
+        nulls_first(r.get("line_number")),
+        nulls_first(r.get("sub_index")),
     )
 
 
@@ -88,11 +77,11 @@ def broker_leader_epochs(events: Iterable[Row]) -> list[Row]:
         if e.get("topic") is None or e.get("partition") is None:
             continue
         prevote = str((e.get("details") or {}).get("prevote")).lower() == "true"
-        rp_held = et.startswith("rp_") and et not in RP_NOT_HELD_TYPES and not prevote
-        if et in HELD_TYPES or rp_held:
+        redpanda_held = et in REDPANDA_HELD_TYPES and not prevote  # a pre-vote does not move the term
+        if et in KAFKA_HELD_TYPES or redpanda_held:
             if et == "request_leader_and_isr" and not is_ok(e.get("error")):
                 continue
-            le = e.get("current_leader_epoch") if et == RP_VOTE_REQUEST else e.get("leader_epoch")
+            le = e.get("current_leader_epoch") if et == REDPANDA_VOTE_REQUEST else e.get("leader_epoch")
             if le is None or le < 0:
                 continue
             kind = "epoch"
@@ -178,10 +167,10 @@ def produce_runs(events: Iterable[Row]) -> list[Row]:
             cur["last_offset"] = max(cur["last_offset"], x["last_offset"])
             cur["last_base_offset"] = x["offset"]
             cur["last_event_id"] = x["event_id"]
-            t_ = x.get("event_time")
-            if t_ is not None:
-                cur["first_time"] = t_ if cur["first_time"] is None else min(cur["first_time"], t_)
-                cur["last_time"] = t_ if cur["last_time"] is None else max(cur["last_time"], t_)
+            batch_time = x.get("event_time")
+            if batch_time is not None:
+                cur["first_time"] = batch_time if cur["first_time"] is None else min(cur["first_time"], batch_time)
+                cur["last_time"] = batch_time if cur["last_time"] is None else max(cur["last_time"], batch_time)
     return runs
 
 
@@ -190,7 +179,7 @@ def _tid_sources(events: Iterable[Row]) -> dict[tuple, list[tuple]]:
     for e in events:
         if e.get("event_type") in TOPIC_ID_TYPES and e.get("topic_id") is not None:
             k = (e.get("cluster_id"), e.get("host_id"), e.get("topic"), e.get("partition"))
-            src[k].append((nl(e.get("event_time")), e["topic_id"]))
+            src[k].append((nulls_last(e.get("event_time")), e["topic_id"]))
     for v in src.values():
         v.sort(key=lambda x: x[0])
     return src
@@ -306,7 +295,7 @@ def replica_offsets(events: list[Row]) -> list[Row]:
         tid = r.get("topic_id")
         if tid is None:
             k = (r["cluster_id"], r["host_id"], r["topic"], r["partition"])
-            rk = nl(r.get("event_time"))
+            rk = nulls_last(r.get("event_time"))
             for t_key, t_id in src.get(k, []):
                 if t_key <= rk:
                     tid = t_id
@@ -318,14 +307,14 @@ def replica_offsets(events: list[Row]) -> list[Row]:
         if r["series"] != "epoch_start_checkpoint":
             continue
         k = (r["cluster_id"], r["broker_id"], r["topic"], r["partition"])
-        ck = (
+        copy_rank = (
             r.get("event_time") is None,
-            nf(r.get("event_time")),
-            nf(r.get("file_order")),
-            nf(r.get("source_file")),
+            nulls_first(r.get("event_time")),
+            nulls_first(r.get("file_order")),
+            nulls_first(r.get("source_file")),
         )
-        if k not in latest or ck > latest[k]:
-            latest[k] = ck
+        if k not in latest or copy_rank > latest[k]:
+            latest[k] = copy_rank
     min_epoch: dict[tuple, int] = {}
     for r in rows:
         r["is_latest_copy"] = False
@@ -333,18 +322,18 @@ def replica_offsets(events: list[Row]) -> list[Row]:
         if r["series"] != "epoch_start_checkpoint":
             continue
         k = (r["cluster_id"], r["broker_id"], r["topic"], r["partition"])
-        ck = (
+        copy_rank = (
             r.get("event_time") is None,
-            nf(r.get("event_time")),
-            nf(r.get("file_order")),
-            nf(r.get("source_file")),
+            nulls_first(r.get("event_time")),
+            nulls_first(r.get("file_order")),
+            nulls_first(r.get("source_file")),
         )
-        r["is_latest_copy"] = ck == latest[k]
+        r["is_latest_copy"] = copy_rank == latest[k]
         if r["is_latest_copy"]:
-            kf = k + (r.get("source_file"),)
-            min_epoch[kf] = min(min_epoch.get(kf, r["leader_epoch"]), r["leader_epoch"])
+            copy_file_key = k + (r.get("source_file"),)
+            min_epoch[copy_file_key] = min(min_epoch.get(copy_file_key, r["leader_epoch"]), r["leader_epoch"])
     for r in rows:
         if r["is_latest_copy"]:
-            kf = (r["cluster_id"], r["broker_id"], r["topic"], r["partition"], r.get("source_file"))
-            r["is_earliest_entry"] = r["leader_epoch"] == min_epoch[kf]
+            copy_file_key = (r["cluster_id"], r["broker_id"], r["topic"], r["partition"], r.get("source_file"))
+            r["is_earliest_entry"] = r["leader_epoch"] == min_epoch[copy_file_key]
     return rows

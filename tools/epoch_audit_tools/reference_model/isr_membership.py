@@ -1,7 +1,8 @@
 """Reference model of stale_broker_epoch_isr_join, fenced_replica_in_isr, last_replica_fenced_in_isr.
 
 Replays the KRaft metadata log commit point by commit point with explicit partition and broker
-state (epoch_audit_tools.reference_model.model.partition_states / broker_states), like ReplicationControlManager.
+state (``partition_replay.partition_states`` / ``broker_replay.broker_states``), like
+ReplicationControlManager.
 """
 
 from __future__ import annotations
@@ -10,14 +11,12 @@ from collections import defaultdict
 from datetime import timedelta
 from typing import Any
 
-from epoch_audit_tools.reference_model.model import (
-    Event,
-    broker_states,
-    is_no_error,
-    partition_states,
-    state_at,
-    violation,
-)
+from epoch_audit_tools.reference_model.broker_replay import broker_states
+from epoch_audit_tools.reference_model.config import RuleConfig, clock_skew_ms
+from epoch_audit_tools.reference_model.event_types import Event, is_no_error
+from epoch_audit_tools.reference_model.metadata_log import state_at
+from epoch_audit_tools.reference_model.partition_replay import partition_states
+from epoch_audit_tools.reference_model.violations import violation
 
 
 def _fenced_checks(parts: list[Event], brokers: dict[tuple, list[Event]]) -> list[dict[str, Any]]:
@@ -26,7 +25,7 @@ def _fenced_checks(parts: list[Event], brokers: dict[tuple, list[Event]]) -> lis
     by_part: dict[tuple, list[Event]] = defaultdict(list)
     for p in parts:
         by_part[(p["cluster_id"], p["topic_id"], p["partition"])].append(p)
-    for (cluster, _tid, _part), states in by_part.items():
+    for (cluster, _topic_id, _partition), states in by_part.items():
         commits = sorted(
             {s["commit_offset"] for s in states}
             | {b["commit_offset"] for bs in brokers.values() for b in bs if b["cluster_id"] == cluster}
@@ -77,8 +76,9 @@ def _joins(parts: list[Event]) -> list[tuple[Event, int]]:
     return out
 
 
-def check(events: list[Event], config: Any = None) -> list[dict[str, Any]]:
-    skew = timedelta(milliseconds=getattr(config, "max_clock_skew_ms", 1000))
+def check(events: list[Event], config: RuleConfig | None = None) -> list[dict[str, Any]]:
+    """Violations of the three ISR-membership invariants in the history."""
+    skew = timedelta(milliseconds=clock_skew_ms(config))
     parts = partition_states(events)
     brokers: dict[tuple, list[Event]] = defaultdict(list)
     for b in broker_states(events):

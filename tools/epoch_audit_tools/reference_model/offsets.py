@@ -1,7 +1,8 @@
-"""Reference model of the offset invariants (``epoch_audit.gold.invariants.offsets``): plain Python over
-bronze-shaped dicts plus partition_timeline rows.
+"""Reference model of the offset invariants (high_watermark_regression, epoch_start_offset_divergence):
+plain Python over bronze-shaped dicts plus partition_timeline rows.
 
-``check(events, timeline, config)`` returns violation dicts with the CHECK_SCHEMA columns.
+``check(events, timeline, config)`` returns violation dicts with the output contract's columns
+(``violations.partition_violation``).
 """
 
 from __future__ import annotations
@@ -10,9 +11,11 @@ import re
 from collections import defaultdict
 from typing import Any
 
-from epoch_audit.gold.base import CheckConfig
-from epoch_audit_tools.reference_model.broker_views import Row, broker_leader_epochs, nf, produce_runs, replica_offsets
-from epoch_audit_tools.reference_model.leadership import _part, epoch_leaders, violation
+from epoch_audit_tools.reference_model.broker_views import Row, broker_leader_epochs, produce_runs, replica_offsets
+from epoch_audit_tools.reference_model.config import RuleConfig
+from epoch_audit_tools.reference_model.leadership import epoch_leaders, partition_key
+from epoch_audit_tools.reference_model.ordering import nulls_first
+from epoch_audit_tools.reference_model.violations import partition_violation
 
 _ACKS01 = re.compile(r'"acks"\s*:\s*[01]\b|\backs=[01]\b')
 HW_SERIES = ("hw_leader_line", "hw_checkpoint")
@@ -21,7 +24,7 @@ HW_SERIES = ("hw_leader_line", "hw_checkpoint")
 def rp_expected(events: list[Row]) -> set[tuple]:
     rp, acks, loss = set(), set(), set()
     for e in events:
-        k = _part(e)
+        k = partition_key(e)
         if e.get("log_kind") == "redpanda":
             rp.add(k)
         if e.get("event_type") == "request_produce":
@@ -33,10 +36,10 @@ def rp_expected(events: list[Row]) -> set[tuple]:
     return rp & acks & loss
 
 
-def high_watermark_regression(events: list[Row], ro: list[Row]) -> list[Row]:
+def high_watermark_regression(events: list[Row], offset_series: list[Row]) -> list[Row]:
     expected = rp_expected(events)
     series: dict[tuple, list[Row]] = defaultdict(list)
-    for r in ro:
+    for r in offset_series:
         if r["series"] in HW_SERIES:
             series[(r["cluster_id"], r["broker_id"], r["topic"], r["partition"], r["series"])].append(r)
     out = []
@@ -45,7 +48,7 @@ def high_watermark_regression(events: list[Row], ro: list[Row]) -> list[Row]:
         for q, r in zip(rs, rs[1:], strict=False):
             if r["value"] < q["value"] and not (q["tid"] is not None and r["tid"] is not None and q["tid"] != r["tid"]):
                 out.append(
-                    violation(
+                    partition_violation(
                         "high_watermark_regression",
                         r,
                         r["broker_id"],
@@ -54,19 +57,19 @@ def high_watermark_regression(events: list[Row], ro: list[Row]) -> list[Row]:
                         r.get("event_time"),
                         [r["event_id"], q["event_id"]],
                         "high watermark moved backwards",
-                        severity="warning" if _part(r) in expected else "error",
+                        severity="warning" if partition_key(r) in expected else "error",
                     )
                 )
     return out
 
 
-def reference_starts(ro: list[Row], leaders: dict[tuple, Any]) -> dict[tuple, tuple]:
+def reference_starts(offset_series: list[Row], leaders: dict[tuple, Any]) -> dict[tuple, tuple]:
     """(c, t, p, e) -> (ref, ref_event, source)."""
     line: dict[tuple, tuple] = {}
     ckpt: dict[tuple, tuple] = {}
     dump: dict[tuple, tuple] = {}
-    for r in ro:
-        k = _part(r) + (r["leader_epoch"], r["broker_id"])
+    for r in offset_series:
+        k = partition_key(r) + (r["leader_epoch"], r["broker_id"])
         v = (r["value"], r["event_id"])
         if r["series"] == "epoch_start_line":
             if k not in line or r["series_seq"] < line[k][0]:
@@ -81,7 +84,7 @@ def reference_starts(ro: list[Row], leaders: dict[tuple, Any]) -> dict[tuple, tu
     for k, v in per_replica.items():
         slot = votes[k[:4]].setdefault(v[0], [0, None, None])
         slot[0] += 1
-        if slot[1] is None or nf(k[4]) < nf(slot[1]):
+        if slot[1] is None or nulls_first(k[4]) < nulls_first(slot[1]):
             slot[1], slot[2] = k[4], v[1]
     epochs = {k[:4] for k in per_replica} | {k[:4] for k in line}
     out = {}
@@ -101,32 +104,32 @@ def reference_starts(ro: list[Row], leaders: dict[tuple, Any]) -> dict[tuple, tu
     return out
 
 
-def start_rule(ro: list[Row], refs: dict[tuple, tuple]) -> list[Row]:
+def start_rule(offset_series: list[Row], refs: dict[tuple, tuple]) -> list[Row]:
     log_starts: dict[tuple, set] = defaultdict(set)
-    for r in ro:
+    for r in offset_series:
         if r["series"] == "log_start":
-            log_starts[_part(r) + (r["broker_id"],)].add(r["value"])
+            log_starts[partition_key(r) + (r["broker_id"],)].add(r["value"])
     found: dict[tuple, list[Row]] = defaultdict(list)
-    for r in ro:
+    for r in offset_series:
         is_ck = r["series"] == "epoch_start_checkpoint" and r["is_latest_copy"]
         if not (is_ck or r["series"] == "epoch_start_dump"):
             continue
-        k = _part(r) + (r["leader_epoch"],)
+        k = partition_key(r) + (r["leader_epoch"],)
         if k not in refs or r["value"] == refs[k][0]:
             continue
         clamped = (
             bool(r.get("is_earliest_entry"))
             and r["value"] > refs[k][0]
-            and r["value"] in log_starts.get(_part(r) + (r["broker_id"],), set())
+            and r["value"] in log_starts.get(partition_key(r) + (r["broker_id"],), set())
         )
         if not clamped:
             found[k + (r["broker_id"],)].append(r)
     out = []
     for k, rs in found.items():
-        rs.sort(key=lambda r: (r["series"], r["event_id"], r["value"], nf(r.get("event_time"))))
+        rs.sort(key=lambda r: (r["series"], r["event_id"], r["value"], nulls_first(r.get("event_time"))))
         ref = refs[k[:4]]
         out.append(
-            violation(
+            partition_violation(
                 "epoch_start_offset_divergence",
                 rs[0],
                 k[4],
@@ -140,24 +143,25 @@ def start_rule(ro: list[Row], refs: dict[tuple, tuple]) -> list[Row]:
     return out
 
 
-def latest_hw(ro: list[Row]) -> dict[tuple, Any]:
+def latest_hw(offset_series: list[Row]) -> dict[tuple, Any]:
     best: dict[tuple, tuple] = {}
-    for r in ro:
+    for r in offset_series:
         if r["series"] not in HW_SERIES:
             continue
-        k = _part(r) + (r["broker_id"],)
-        key = (r.get("event_time") is None, nf(r.get("event_time")), r["series"] == "hw_checkpoint", r["series_seq"])
+        k = partition_key(r) + (r["broker_id"],)
+        key = (r.get("event_time") is None, nulls_first(r.get("event_time")), r["series"] == "hw_checkpoint",
+               r["series_seq"])
         if k not in best or key > best[k][0]:
             best[k] = (key, r["value"])
     return {k: v[1] for k, v in best.items()}
 
 
-def same_offset_rule(events: list[Row], ro: list[Row], refs: dict[tuple, tuple]) -> list[Row]:
+def same_offset_rule(events: list[Row], offset_series: list[Row], refs: dict[tuple, tuple]) -> list[Row]:
     runs = produce_runs(events)
-    hw = latest_hw(ro)
+    hw = latest_hw(offset_series)
     by_part: dict[tuple, list[Row]] = defaultdict(list)
     for r in runs:
-        by_part[_part(r)].append(r)
+        by_part[partition_key(r)].append(r)
     best: dict[tuple, tuple] = {}
     for pk, rs in by_part.items():
         for x in rs:
@@ -186,7 +190,7 @@ def same_offset_rule(events: list[Row], ro: list[Row], refs: dict[tuple, tuple])
                     ot["leader_epoch"],
                     fl["first_event_id"],
                     ot["first_event_id"],
-                    nf(fl["first_time"]),
+                    nulls_first(fl["first_time"]),
                     fl["first_time"],
                 )
                 if k not in best or cand[:6] < best[k][:6]:
@@ -194,7 +198,7 @@ def same_offset_rule(events: list[Row], ro: list[Row], refs: dict[tuple, tuple])
     out = []
     for k, m in best.items():
         out.append(
-            violation(
+            partition_violation(
                 "epoch_start_offset_divergence",
                 dict(cluster_id=k[0], topic=k[1], partition=k[2]),
                 k[3],
@@ -208,9 +212,13 @@ def same_offset_rule(events: list[Row], ro: list[Row], refs: dict[tuple, tuple])
     return out
 
 
-def check(events: list[Row], timeline: list[Row], config: CheckConfig | None = None) -> list[Row]:
+def check(events: list[Row], timeline: list[Row], config: RuleConfig | None = None) -> list[Row]:
     """All offset violations of one history (any number of clusters)."""
-    ble = broker_leader_epochs(events)
-    ro = replica_offsets(events)
-    refs = reference_starts(ro, epoch_leaders(ble, timeline))
-    return high_watermark_regression(events, ro) + start_rule(ro, refs) + same_offset_rule(events, ro, refs)
+    held_epochs = broker_leader_epochs(events)
+    offset_series = replica_offsets(events)
+    refs = reference_starts(offset_series, epoch_leaders(held_epochs, timeline))
+    return (
+        high_watermark_regression(events, offset_series)
+        + start_rule(offset_series, refs)
+        + same_offset_rule(events, offset_series, refs)
+    )

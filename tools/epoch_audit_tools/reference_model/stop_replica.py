@@ -14,12 +14,25 @@ from __future__ import annotations
 
 from typing import Any
 
-from epoch_audit.silver.timelines import CONTROLLER_REQUEST_TYPES, UNPROCESSED_REQUEST_ERRORS
-from epoch_audit_tools.reference_model.model import Event, by_broker_in_own_order, is_no_error, violation
+from epoch_audit_tools.reference_model.config import RuleConfig
+from epoch_audit_tools.reference_model.event_types import (
+    BECOME_TYPES,
+    CONTROLLER_REQUEST_TYPES,
+    STALE_CONTROLLER_REFUSAL_TYPES,
+    STOP_EVIDENCE_TYPES,
+    UNPROCESSED_REQUEST_ERRORS,
+    Event,
+    is_no_error,
+)
+from epoch_audit_tools.reference_model.ordering import by_broker_in_own_order
+from epoch_audit_tools.reference_model.violations import violation
 
-STOP_EVIDENCE = {"fetcher_removed", "log_deletion_scheduled", "log_deleted"}
-BECOME = {"become_leader", "become_follower"}
+STOP_EVIDENCE = set(STOP_EVIDENCE_TYPES)
+BECOME = set(BECOME_TYPES)
+# A partition's events that end the search for a request's effect (its next request, its fetcher).
 PARTITION_EVENTS = {"stop_replica_received", "leader_and_isr_received", *BECOME, *STOP_EVIDENCE, "fetcher_added"}
+# Per request kind: the whole-request refusal (S3 / L3, stale controller epoch) and the
+# per-partition "Ignoring ..." refusals (S4-S9 / L4-L7, L10, L15) (log-format reference §1.1, §1.2).
 REFUSALS = {
     "stop": (
         "stop_replica_stale_controller",
@@ -30,13 +43,10 @@ REFUSALS = {
         {"leader_and_isr_stale_epoch", "leader_and_isr_equal_epoch", "leader_and_isr_other_refusal"},
     ),
 }
-# The requests that show a broker's known controller epoch: the event-type contract, shared with Spark.
-VIEW_TYPES = set(CONTROLLER_REQUEST_TYPES)
-STALE_CE_REFUSALS = {
-    "leader_and_isr_stale_controller",
-    "stop_replica_stale_controller",
-    "update_metadata_stale_controller",
-}
+# The lines that show a broker's known controller epoch: the request CE of a request it
+# processed, or the known CE a stale-controller refusal states.
+CONTROLLER_EPOCH_VIEW_TYPES = set(CONTROLLER_REQUEST_TYPES)
+STALE_CE_REFUSALS = set(STALE_CONTROLLER_REFUSAL_TYPES)
 
 
 def _req_key(e: Event) -> tuple:
@@ -89,7 +99,7 @@ def accepted_units(rows: list[Event], kind: str) -> dict[tuple, dict[str, Any]]:
     return units
 
 
-def check(events: list[Event], config: Any = None) -> list[dict[str, Any]]:
+def check(events: list[Event], config: RuleConfig | None = None) -> list[dict[str, Any]]:
     """Violations of both invariants in the history."""
     out: list[dict[str, Any]] = []
     for (cluster, broker), rows in by_broker_in_own_order(events):
@@ -148,7 +158,7 @@ def check(events: list[Event], config: Any = None) -> list[dict[str, Any]]:
             seen = (
                 e.get("known_controller_epoch")
                 if t in STALE_CE_REFUSALS
-                else (e.get("controller_epoch") if t in VIEW_TYPES else None)
+                else (e.get("controller_epoch") if t in CONTROLLER_EPOCH_VIEW_TYPES else None)
             )
             if e.get("error") in UNPROCESSED_REQUEST_ERRORS:
                 seen = None  # refused before processing: the broker never took its controller epoch

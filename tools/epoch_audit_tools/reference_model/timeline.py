@@ -8,14 +8,15 @@ Replays the same bronze events with explicit state, one small transition per rec
   the LE goes up by one (also when the same leader is re-sent, KAFKA-15021); the PE goes up on
   every change; ISR / replicas absent = unchanged. Changes before any PartitionRecord (a dump that
   starts mid-log) keep leader / ISR but have no epochs. Only committed records count (batch
-  commit points, KIP-868 transactions: ``model.committed_metadata``).
+  commit points, KIP-868 transactions: ``metadata_log.committed_metadata``). The transitions are
+  ``partition_replay``'s.
 * ZooKeeper: the controller's own decision lines in its own log order, controllers ordered by
   controller epoch; a broker's received LeaderAndIsr state stands in only when its issuing
   controller (id, request CE) left no line of its own, and never when it is a re-send (partition
   state CE below the request CE, or LE not above the latest decided LE).
 * Redpanda: each "became the leader term: N" (leader = node, LE = term), ordered by term.
 
-``partition_timeline(events)`` returns dicts with ``epoch_audit.silver.timelines.TIMELINE_COLUMNS``.
+``partition_timeline(events)`` returns dicts with :data:`TIMELINE_COLUMNS`.
 """
 
 from __future__ import annotations
@@ -24,36 +25,56 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
 
-from epoch_audit.silver.timelines import (
-    KRAFT_TOPIC_REMOVAL_TYPES,
-    TIMELINE_COLUMNS,
+from epoch_audit_tools.reference_model.event_types import (
+    REDPANDA_DECISION_TYPE,
     ZK_CONTROLLER_LOG_TYPES,
     ZK_DECISION_TYPES,
     ZK_STAND_IN_TYPES,
+    Event,
+    is_no_error,
 )
-from epoch_audit_tools.reference_model.model import (
+from epoch_audit_tools.reference_model.metadata_log import (
     capped,
-    committed_metadata,
     covered_intervals,
     hole_after,
-    own_times,
-    replay_partitions,
     topic_names,
+    topic_removals,
 )
+from epoch_audit_tools.reference_model.ordering import nulls_first, own_times
+from epoch_audit_tools.reference_model.partition_replay import replay_partitions
 
-Event = dict[str, Any]
-
-
-def _nf(v: Any) -> tuple[bool, Any]:
-    """Sort key part: nulls first (Spark's ascending default)."""
-    return (v is not None, v if v is not None else 0)
+# The columns of the silver partition timeline (its output contract, the same list as the Spark
+# table's: the differential tests compare the two row by row on these columns).
+TIMELINE_COLUMNS = [
+    "cluster_id",
+    "topic",
+    "partition",
+    "topic_id",
+    "decision_seq",
+    "source",
+    "leader",
+    "leader_epoch",
+    "partition_epoch",
+    "isr",
+    "replicas",
+    "event_time",
+    "metadata_offset",
+    "controller_id",
+    "controller_epoch",
+    "event_id",
+    "commit_offset",
+    "next_commit_offset",
+    "is_leader_change",
+]
+# The event columns a timeline row keeps as they are.
+_EVENT_COLUMNS_KEPT = ("cluster_id", "topic", "partition", "topic_id", "leader", "leader_epoch", "partition_epoch",
+                       "isr", "replicas", "event_time", "metadata_offset", "controller_id", "controller_epoch",
+                       "event_id")
 
 
 def _row(e: Event, **cols: Any) -> Event:
     """A timeline row: the event's own columns where the timeline keeps them, then ``cols``."""
-    base = {c: e.get(c) for c in ("cluster_id", "topic", "partition", "topic_id", "leader", "leader_epoch",
-                                  "partition_epoch", "isr", "replicas", "event_time", "metadata_offset",
-                                  "controller_id", "controller_epoch", "event_id")}
+    base = {column: e.get(column) for column in _EVENT_COLUMNS_KEPT}
     base["commit_offset"] = None
     base.update(cols)
     return base
@@ -63,9 +84,9 @@ def _row(e: Event, **cols: Any) -> Event:
 def kraft_decisions(events: list[Event]) -> list[Event]:
     names = topic_names(events)
     out: list[Event] = []
-    for r, s in replay_partitions(events):
+    for r, state in replay_partitions(events):
         out.append(_row(
-            r, **s,
+            r, **state.as_dict(),
             topic=names.get((r["cluster_id"], r.get("topic_id")), r.get("topic")),
             decision_seq=r["_pos"],
             source="kraft",
@@ -77,87 +98,101 @@ def kraft_decisions(events: list[Event]) -> list[Event]:
 
 
 # --- ZooKeeper ---------------------------------------------------------------------------------
+def _file_line_order(event: Event) -> tuple:
+    return (str(event.get("file_id")), nulls_first(event.get("line_number")), nulls_first(event.get("sub_index")))
+
+
+def _filled_controller_epochs(events: list[Event]) -> dict[str, Any]:
+    """event_id -> controller epoch, for the decision lines without one ("ISR for partition ...
+    updated to"): the epoch of the last earlier line of its own file that names one."""
+    last_epoch_in_file: dict[Any, Any] = {}
+    filled: dict[str, Any] = {}
+    for event in sorted(events, key=_file_line_order):
+        if event["event_type"] in ZK_CONTROLLER_LOG_TYPES and event.get("controller_epoch") is not None:
+            last_epoch_in_file[event.get("file_id")] = event["controller_epoch"]
+        elif event["event_type"] in ZK_DECISION_TYPES:  # a decision line without an epoch
+            filled[event["event_id"]] = last_epoch_in_file.get(event.get("file_id"))
+    return filled
+
+
 def zk_decisions(events: list[Event]) -> list[Event]:
     times = own_times(events)
-    present = {
+    # (cluster, controller id, controller epoch) of every controller whose own log is in the input
+    controllers_present = {
         (e.get("cluster_id"), e["controller_id"], e["controller_epoch"])
         for e in events
         if e["event_type"] in ZK_CONTROLLER_LOG_TYPES
         and e.get("controller_id") is not None
         and e.get("controller_epoch") is not None
     }
-    # A controller line without an epoch ("ISR for partition ... updated to") takes the epoch of the
-    # last earlier line of its own file that names one.
-    last_ce: dict[Any, Any] = {}  # file_id -> the last controller epoch its lines named
-    filled: dict[str, Any] = {}
-    for e in sorted(events, key=lambda e: (str(e.get("file_id")), _nf(e.get("line_number")), _nf(e.get("sub_index")))):
-        if e["event_type"] in ZK_CONTROLLER_LOG_TYPES and e.get("controller_epoch") is not None:
-            last_ce[e.get("file_id")] = e["controller_epoch"]
-        elif e["event_type"] in ZK_DECISION_TYPES:  # a decision line without an epoch
-            filled[e["event_id"]] = last_ce.get(e.get("file_id"))
-    rows: list[tuple[bool, Event]] = []
-    for e in events:
-        et = e["event_type"]
-        if e.get("topic") is None or e.get("leader_epoch") is None:
+    filled = _filled_controller_epochs(events)
+    candidates: list[tuple[bool, Event]] = []  # (the controller's own line, event)
+    for event in events:
+        event_type = event["event_type"]
+        if event.get("topic") is None or event.get("leader_epoch") is None:
             continue
-        if et in ZK_DECISION_TYPES:
-            if e.get("controller_epoch") is None and filled.get(e["event_id"]) is not None:
-                e = {**e, "controller_epoch": filled[e["event_id"]]}
-            rows.append((True, e))
-        elif et in ZK_STAND_IN_TYPES and e["leader_epoch"] >= 0:
-            if et == "request_leader_and_isr" and e.get("error") not in ("NONE", "0"):
+        if event_type in ZK_DECISION_TYPES:
+            if event.get("controller_epoch") is None and filled.get(event["event_id"]) is not None:
+                event = {**event, "controller_epoch": filled[event["event_id"]]}
+            candidates.append((True, event))
+        elif event_type in ZK_STAND_IN_TYPES and event["leader_epoch"] >= 0:
+            if event_type == "request_leader_and_isr" and not is_no_error(event.get("error")):
                 continue  # a request-log state counts only when the broker applied it
-            if (e.get("cluster_id"), e.get("controller_id"), e.get("controller_epoch")) in present:
+            if (event.get("cluster_id"), event.get("controller_id"), event.get("controller_epoch")) \
+                    in controllers_present:
                 continue  # its controller's own lines are in the input: not a stand-in
-            rows.append((False, e))
+            candidates.append((False, event))
 
-    def order(x: tuple[bool, Event]) -> tuple:
-        own, e = x
+    def decision_order(candidate: tuple[bool, Event]) -> tuple:
+        own, e = candidate
         return (
-            _nf(e.get("controller_epoch")),
-            _nf(None if own else e.get("leader_epoch")),
-            _nf(None if own else e.get("partition_epoch")),
-            _nf(times.get(e["event_id"])),
-            _nf(e.get("file_order")),
-            _nf(e.get("file_id")),
-            _nf(e.get("line_number")),
-            _nf(e.get("sub_index")),
+            nulls_first(e.get("controller_epoch")),
+            nulls_first(None if own else e.get("leader_epoch")),
+            nulls_first(None if own else e.get("partition_epoch")),
+            nulls_first(times.get(e["event_id"])),
+            nulls_first(e.get("file_order")),
+            nulls_first(e.get("file_id")),
+            nulls_first(e.get("line_number")),
+            nulls_first(e.get("sub_index")),
             e["event_id"],
         )
 
-    parts: dict[tuple, list[tuple[bool, Event]]] = defaultdict(list)
-    for x in rows:
-        parts[(x[1].get("cluster_id"), x[1]["topic"], x[1].get("partition"))].append(x)
+    by_partition: dict[tuple, list[tuple[bool, Event]]] = defaultdict(list)
+    for own, event in candidates:
+        by_partition[(event.get("cluster_id"), event["topic"], event.get("partition"))].append((own, event))
     out: list[Event] = []
-    for xs in parts.values():
-        xs.sort(key=order)
-        max_le = None  # the highest LE decided so far (re-sends by CE excluded)
+    for partition_candidates in by_partition.values():
+        partition_candidates.sort(key=decision_order)
+        max_decided_epoch = None  # the highest LE decided so far (re-sends by CE excluded)
         seq = 0
-        for own, e in xs:
-            sce = e.get("state_controller_epoch")
-            resend_ce = not own and sce is not None and e.get("controller_epoch") is not None \
-                and sce < e["controller_epoch"]
-            keep = own or (not resend_ce and (max_le is None or e["leader_epoch"] > max_le))
-            if not resend_ce:
-                max_le = e["leader_epoch"] if max_le is None else max(max_le, e["leader_epoch"])
+        for own, event in partition_candidates:
+            # a stand-in whose partition-state CE is below its request CE is a re-send (spec "Timeline")
+            state_epoch = event.get("state_controller_epoch")
+            is_resend = not own and state_epoch is not None and event.get("controller_epoch") is not None \
+                and state_epoch < event["controller_epoch"]
+            keep = own or (not is_resend and (max_decided_epoch is None or event["leader_epoch"] > max_decided_epoch))
+            if not is_resend:
+                max_decided_epoch = event["leader_epoch"] if max_decided_epoch is None \
+                    else max(max_decided_epoch, event["leader_epoch"])
             if keep:
                 seq += 1
-                out.append(_row(e, decision_seq=seq, source="zk-controller" if own else "zk-leader-and-isr"))
+                out.append(_row(event, decision_seq=seq, source="zk-controller" if own else "zk-leader-and-isr"))
     return out
 
 
 # --- Redpanda ----------------------------------------------------------------------------------
 def redpanda_decisions(events: list[Event]) -> list[Event]:
-    parts: dict[tuple, list[Event]] = defaultdict(list)
-    for e in events:
-        if e["event_type"] == "rp_became_leader" and e.get("topic") is not None and e.get("leader_epoch") is not None:
-            parts[(e.get("cluster_id"), e["topic"], e.get("partition"))].append(e)
+    by_partition: dict[tuple, list[Event]] = defaultdict(list)
+    for event in events:
+        if event["event_type"] == REDPANDA_DECISION_TYPE and event.get("topic") is not None \
+                and event.get("leader_epoch") is not None:
+            by_partition[(event.get("cluster_id"), event["topic"], event.get("partition"))].append(event)
     out: list[Event] = []
-    for es in parts.values():
-        es.sort(key=lambda e: (e["leader_epoch"], _nf(e.get("event_time")), e["event_id"]))
-        for i, e in enumerate(es, 1):
-            out.append(_row(e, decision_seq=i, source="redpanda", leader=e.get("broker_id"), partition_epoch=None,
-                            isr=None, replicas=None, controller_id=None, controller_epoch=None))
+    for partition_events in by_partition.values():
+        partition_events.sort(key=lambda e: (e["leader_epoch"], nulls_first(e.get("event_time")), e["event_id"]))
+        for seq, event in enumerate(partition_events, 1):
+            out.append(_row(event, decision_seq=seq, source="redpanda", leader=event.get("broker_id"),
+                            partition_epoch=None, isr=None, replicas=None, controller_id=None, controller_epoch=None))
     return out
 
 
@@ -169,25 +204,22 @@ def partition_timeline(events: Iterable[Event]) -> list[Event]:
     of a hole in the dumped log, if that comes first)."""
     events = list(events)
     rows = kraft_decisions(events) + zk_decisions(events) + redpanda_decisions(events)
-    ivs = covered_intervals(events)
-    removed: dict[tuple, int] = {}
-    for t in committed_metadata(events, KRAFT_TOPIC_REMOVAL_TYPES):
-        if t.get("topic_id") is not None:
-            k = (t["cluster_id"], t["topic_id"])
-            removed[k] = min(removed.get(k, t["commit_offset"]), t["commit_offset"])
+    covered = covered_intervals(events)
+    removed = topic_removals(events)
     series: dict[tuple, list[Event]] = defaultdict(list)
-    for r in rows:
-        family = "zk" if r["source"].startswith("zk") else r["source"]
-        series[(r["cluster_id"], r["topic"], r["partition"], r["topic_id"], family)].append(r)
-    for rs in series.values():
-        rs.sort(key=lambda r: r["decision_seq"])
-        prev = None
-        for i, r in enumerate(rs):
-            r["is_leader_change"] = prev is None or prev["leader"] != r["leader"]
-            nxt = rs[i + 1]["commit_offset"] if i + 1 < len(rs) else None
-            gone = removed.get((r["cluster_id"], r["topic_id"]))
-            if gone is not None and r["commit_offset"] is not None and gone >= r["commit_offset"]:
-                nxt = gone if nxt is None else min(nxt, gone)
-            r["next_commit_offset"] = capped(nxt, hole_after(ivs, r["cluster_id"], r["commit_offset"]))
-            prev = r
-    return [{c: r.get(c) for c in TIMELINE_COLUMNS} for r in rows]
+    for row in rows:
+        family = "zk" if row["source"].startswith("zk") else row["source"]
+        series[(row["cluster_id"], row["topic"], row["partition"], row["topic_id"], family)].append(row)
+    for decisions in series.values():
+        decisions.sort(key=lambda r: r["decision_seq"])
+        previous = None
+        for i, row in enumerate(decisions):
+            row["is_leader_change"] = previous is None or previous["leader"] != row["leader"]
+            next_commit = decisions[i + 1]["commit_offset"] if i + 1 < len(decisions) else None
+            removal = removed.get((row["cluster_id"], row["topic_id"]))
+            if removal is not None and row["commit_offset"] is not None and removal >= row["commit_offset"]:
+                next_commit = removal if next_commit is None else min(next_commit, removal)
+            hole = hole_after(covered, row["cluster_id"], row["commit_offset"])
+            row["next_commit_offset"] = capped(next_commit, hole)
+            previous = row
+    return [{column: row.get(column) for column in TIMELINE_COLUMNS} for row in rows]
