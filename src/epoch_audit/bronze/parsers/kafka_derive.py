@@ -63,15 +63,15 @@ def field_int_list(s: Column, key: str) -> Column:
 def broker_states(s: Column) -> dict[str, Column]:
     """``List(BrokerState(brokerId=1, brokerEpoch=-1), ...)`` / ``[BrokerState(..)]`` -> isr + epochs."""
     ids = F.transform(F.regexp_extract_all(s, F.lit(r"brokerId=(-?\d+)"), 1), lambda x: x.cast(_INT))
-    eps = F.transform(F.regexp_extract_all(s, F.lit(r"brokerEpoch=(-?\d+)"), 1), lambda x: x.cast(_LONG))
-    return {"isr": ids, "isr_broker_epochs": eps}
+    epochs = F.transform(F.regexp_extract_all(s, F.lit(r"brokerEpoch=(-?\d+)"), 1), lambda x: x.cast(_LONG))
+    return {"isr": ids, "isr_broker_epochs": epochs}
 
 
 def new_isr(s: Column) -> dict[str, Column]:
     """An AlterPartition new ISR: plain list (3.3-3.4, ZK List(..)) or BrokerState list (3.5+)."""
-    has_be = s.contains("BrokerState(")
-    bs = broker_states(s)
-    return {"isr": F.when(has_be, bs["isr"]).otherwise(int_list(s)), "isr_broker_epochs": F.when(has_be, bs["isr_broker_epochs"])}
+    has_broker_states = s.contains("BrokerState(")
+    states = broker_states(s)
+    return {"isr": F.when(has_broker_states, states["isr"]).otherwise(int_list(s)), "isr_broker_epochs": F.when(has_broker_states, states["isr_broker_epochs"])}
 
 
 def leader_and_isr_version(g: GroupAccessor) -> Column:
@@ -87,13 +87,13 @@ def leader_and_isr_version(g: GroupAccessor) -> Column:
 def leader_and_isr_values(g: GroupAccessor) -> dict[str, Column]:
     """A printed kafka.api.LeaderAndIsr (group ``_isr_with_broker_epochs``): the 3.5+ BrokerState ISR; else the plain
     ``_new_isr`` alternative of ``ISR for partition .. updated to``."""
-    bs = broker_states(g("_isr_with_broker_epochs"))
-    newisr = g("_new_isr")
+    states = broker_states(g("_isr_with_broker_epochs"))
+    new_isr_text = g("_new_isr")
     return {
         "isr": F.coalesce(
-            F.when(g("_isr_with_broker_epochs").isNotNull(), bs["isr"]), F.when(newisr.isNotNull(), new_isr(newisr)["isr"])
+            F.when(g("_isr_with_broker_epochs").isNotNull(), states["isr"]), F.when(new_isr_text.isNotNull(), new_isr(new_isr_text)["isr"])
         ),
-        "isr_broker_epochs": F.when(g("_isr_with_broker_epochs").isNotNull(), bs["isr_broker_epochs"]),
+        "isr_broker_epochs": F.when(g("_isr_with_broker_epochs").isNotNull(), states["isr_broker_epochs"]),
     }
 
 

@@ -108,9 +108,9 @@ def _family_pred(family: str) -> Column:
 
 def _all_loggers() -> Column:
     pred = None
-    for fam in _FAMILY_LOGGERS:
-        p = _family_pred(fam)
-        pred = p if pred is None else pred | p
+    for family in _FAMILY_LOGGERS:
+        family_pred = _family_pred(family)
+        pred = family_pred if pred is None else pred | family_pred
     return pred
 
 
@@ -201,7 +201,7 @@ def _plan_columns() -> dict[str, Any]:
 
     typed_cols = [f.name for f in EVENT_SCHEMA.fields if f.name in _TYPES and f.name not in _UNTYPED]
 
-    cols: list[Column] = [F.col(c) for c in PROVENANCE] + [
+    cols: list[Column] = [F.col(name) for name in PROVENANCE] + [
         "event_time", "level", "logger", "raw", "_tid", "_reason", "_fan", "_iid",
     ]
     cols.append(F.when(F.col("_reason").isNull(), table.lookup([t.event_type for t in TEMPLATES], _STR))
@@ -213,23 +213,25 @@ def _plan_columns() -> dict[str, Any]:
                            F.regexp_extract(ident_tp, r"-(\d+)$", 1).try_cast(_INT)).alias("partition"))
     cols.append(value("topic_id").alias("topic_id"))
     cols.append(table.version().alias("kafka_version_hint"))
-    for c in typed_cols:
-        v = value(c)
-        if c == "controller_id":
-            v = F.coalesce(v, F.when(is_ctrl_ident, F.col("_iid")))
-        elif c == "controller_epoch":
-            v = F.coalesce(v, F.when(is_ctrl_ident & (ident_epoch != ""), ident_epoch.try_cast(_INT)))
-        elif c == "leader":
-            v = F.coalesce(v, F.when(ident_leader != "", ident_leader.try_cast(_INT)))
+    for column in typed_cols:
+        column_value = value(column)
+        if column == "controller_id":
+            column_value = F.coalesce(column_value, F.when(is_ctrl_ident, F.col("_iid")))
+        elif column == "controller_epoch":
+            column_value = F.coalesce(
+                column_value, F.when(is_ctrl_ident & (ident_epoch != ""), ident_epoch.try_cast(_INT))
+            )
+        elif column == "leader":
+            column_value = F.coalesce(column_value, F.when(ident_leader != "", ident_leader.try_cast(_INT)))
         # A malformed row keeps its provenance and ident values only.
-        cols.append(F.when(F.col("_reason").isNull(), v).alias(c))
+        cols.append(F.when(F.col("_reason").isNull(), column_value).alias(column))
 
     # details: every d_<key> from groups, constants, derivations and fan-out elements, plus the template id.
     fan_detail_names = [n for n, _ in FAN_FIELDS if n.startswith("d_")]
     detail_keys = sorted(table.detail_keys() | set(fan_detail_names))
     kv_cols: list[Column] = [F.lit("template"), F.col("_tid")]
-    for k in detail_keys:
-        kv_cols += [F.lit(k[2:]), table.detail_value(k)]
+    for key in detail_keys:
+        kv_cols += [F.lit(key[2:]), table.detail_value(key)]
     cols.append(F.map_filter(F.create_map(*kv_cols), lambda k, v: v.isNotNull()).alias("_details"))
 
     step["flat"] = cols
@@ -237,7 +239,7 @@ def _plan_columns() -> dict[str, Any]:
     step["keep"] = F.col("_el").isNotNull() | F.col("_fan").isNull() | (F.col("event_type") == MALFORMED)
     el = F.col("_el")
     el_tp = el["tp"]
-    out_cols: list[Column] = [F.col(c) for c in PROVENANCE]
+    out_cols: list[Column] = [F.col(name) for name in PROVENANCE]
     out_cols += [
         F.coalesce(F.col("_pos"), F.lit(0)).alias("sub_index"),
         "event_type", "event_time", "level", "logger", "raw", "broker_id", "topic_id", "kafka_version_hint",
@@ -246,8 +248,8 @@ def _plan_columns() -> dict[str, Any]:
         F.coalesce(F.substring_index(el_tp, "-", -1).try_cast(_INT), F.col("partition")).alias("partition"),
     ]
     fan_cols = {n for n, _ in FAN_FIELDS if not n.startswith("d_") and n != "tp"}
-    for c in typed_cols:
-        out_cols.append((F.coalesce(el[c], F.col(c)) if c in fan_cols else F.col(c)).alias(c))
+    for column in typed_cols:
+        out_cols.append((F.coalesce(el[column], F.col(column)) if column in fan_cols else F.col(column)).alias(column))
     el_details = F.create_map(*[x for n in fan_detail_names for x in (F.lit(n[2:]), el[n])])
     details = F.when(
         F.col("event_type") == MALFORMED,

@@ -164,7 +164,7 @@ class TemplateTable:
         self.group_positions: list[list[int | None]] = [
             [grp.index(n) if n in grp else None for n in self.slots] for grp in self.groups
         ]
-        self.const_columns = sorted({c for t in self.templates for c in t.const})
+        self.const_columns = sorted({column for t in self.templates for column in t.const})
         self._slot_index = {n: i for i, n in enumerate(self.slots)}
         self._group_cache: dict[str, Column] = {}
         self._unit_values_cache: dict[int, dict[str, Column]] = {}
@@ -266,37 +266,37 @@ class TemplateTable:
         Built on first use (deriving the column lists needs a Spark context)."""
         units = self._units
         n_by_group = len(self.derivations.by_group)
-        cols_of = [set(fn(_probe)) for _, fn in units]
+        columns_of = [set(fn(_probe)) for _, fn in units]
         plan: dict[str, list[int | None]] = {}
-        for ti, (t, grp) in enumerate(zip(self.templates, self.groups, strict=True)):
-            for ui, (key, _) in enumerate(units):
-                applies = key in grp if ui < n_by_group else key in t.uses
+        for template_index, (t, groups) in enumerate(zip(self.templates, self.groups, strict=True)):
+            for unit, (key, _) in enumerate(units):
+                applies = key in groups if unit < n_by_group else key in t.uses
                 if not applies:
                     continue
-                for c in cols_of[ui]:
-                    plan.setdefault(c, [None] * len(self.templates))
-                    if plan[c][ti] is None:
-                        plan[c][ti] = ui
+                for column in columns_of[unit]:
+                    plan.setdefault(column, [None] * len(self.templates))
+                    if plan[column][template_index] is None:
+                        plan[column][template_index] = unit
                     # a constant wins over a derived value: only where that is meant
-                    if c in t.const and c != "fenced":
-                        raise ValueError(f"{t.tid}: {c} is both a constant and derived")
+                    if column in t.const and column != "fenced":
+                        raise ValueError(f"{t.tid}: {column} is both a constant and derived")
         return plan
 
-    def _unit_values(self, ui: int) -> dict[str, Column]:
-        if ui not in self._unit_values_cache:
-            self._unit_values_cache[ui] = self._units[ui][1](self.group)
-        return self._unit_values_cache[ui]
+    def _unit_values(self, unit: int) -> dict[str, Column]:
+        if unit not in self._unit_values_cache:
+            self._unit_values_cache[unit] = self._units[unit][1](self.group)
+        return self._unit_values_cache[unit]
 
     def derived(self, col_name: str) -> Column | None:
         """The derived value of a column: one expression per unit that defines it, picked by template."""
         plan = self.unit_plan.get(col_name)
         if plan is None:
             return None
-        unit = self.lookup(plan, _INT)
+        row_unit = self.lookup(plan, _INT)
         expr = None
-        for ui in sorted({u for u in plan if u is not None}):
-            value = self._unit_values(ui)[col_name]
-            expr = F.when(unit == ui, value) if expr is None else expr.when(unit == ui, value)
+        for unit in sorted({u for u in plan if u is not None}):
+            value = self._unit_values(unit)[col_name]
+            expr = F.when(row_unit == unit, value) if expr is None else expr.when(row_unit == unit, value)
         return expr
 
     def const(self, col_name: str, dtype: DataType) -> Column | None:
@@ -371,12 +371,12 @@ class TemplateTable:
                 if fam not in t.families:
                     continue
                 pred = body.startswith(t.starts)
-                for c in t.contains:
-                    pred = pred & body.contains(c)
+                for text in t.contains:
+                    pred = pred & body.contains(text)
                 if t.contains_any:
                     any_pred = None
-                    for c in t.contains_any:
-                        any_pred = body.contains(c) if any_pred is None else any_pred | body.contains(c)
+                    for text in t.contains_any:
+                        any_pred = body.contains(text) if any_pred is None else any_pred | body.contains(text)
                     pred = pred & any_pred
                 value = F.lit(i) if t.event_type is not None else F.lit(None).cast(_INT)
                 inner = F.when(pred, value) if inner is None else inner.when(pred, value)
