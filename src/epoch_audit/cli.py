@@ -139,7 +139,7 @@ def _run_pipeline(args: argparse.Namespace, stages: list[str]) -> tuple[int, dic
         config.ingest.cluster_id = args.cluster_id
     run_id = args.run_id or time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-" + uuid.uuid4().hex[:6]
     if getattr(args, "input", None):
-        from epoch_audit.stages.ingest import discover
+        from epoch_audit.bronze.discover import discover
 
         discover(args.input)  # bad paths fail here, before Spark starts
     spark = get_spark(config.spark.master, config.spark.driver_memory, config.spark.conf)
@@ -209,10 +209,10 @@ STAGES = {
 
 
 def main(argv: list[str] | None = None) -> int:
+    from epoch_audit.bronze.discover import InputError
     from epoch_audit.config import ConfigError
     from epoch_audit.lake.lock import LakeBusyError, lake_lock
     from epoch_audit.lake.storage import StorageError
-    from epoch_audit.stages.ingest import InputError
 
     debug = "--debug" in (argv if argv is not None else sys.argv[1:])
     try:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from epoch_audit.bronze.discover import InputError, describe, discover, stream_order
 from epoch_audit.config import AppConfig
 from epoch_audit.lake.storage import DeltaRsStorage
 from epoch_audit.stages.ingest import (
@@ -14,10 +15,6 @@ from epoch_audit.stages.ingest import (
     EVENTS_TABLE,
     FILES_TABLE,
     QUARANTINE_TABLE,
-    InputError,
-    _rotation,
-    describe,
-    discover,
     ingest,
 )
 
@@ -54,14 +51,14 @@ def _count(storage, table):
 
 
 def test_rotation_names():
-    assert _rotation("state-change.log.2024-03-05-09") == ("state-change.log", 20240305090000)
-    assert _rotation("state-change.log.2024-03-05-09.gz") == ("state-change.log", 20240305090000)
-    assert _rotation("server.log")[0] == "server.log"
-    assert _rotation("server.log")[1] > _rotation("server.log.2099-12-31-23")[1]
-    assert _rotation("replication-offset-checkpoint.2024-03-05T09-10-11") == (
+    assert stream_order("state-change.log.2024-03-05-09") == ("state-change.log", 20240305090000)
+    assert stream_order("state-change.log.2024-03-05-09.gz") == ("state-change.log", 20240305090000)
+    assert stream_order("server.log")[0] == "server.log"
+    assert stream_order("server.log")[1] > stream_order("server.log.2099-12-31-23")[1]
+    assert stream_order("replication-offset-checkpoint.2024-03-05T09-10-11") == (
         "replication-offset-checkpoint", 20240305091011,
     )
-    assert _rotation("server.log.2")[1] < _rotation("server.log.1")[1]
+    assert stream_order("server.log.2")[1] < stream_order("server.log.1")[1]
 
 
 def test_identity_from_path(tmp_path):

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from epoch_audit.bronze.parsers import MALFORMED, finish_events
-from epoch_audit.bronze.parsers.kafka_log4j import _PATTERNS, TEMPLATES, parse_kafka_log4j
+from epoch_audit.bronze.parsers.kafka_log4j import TEMPLATE_TABLE, TEMPLATES, parse_kafka_log4j
 from epoch_audit.bronze.records import frame_log_lines
 from epoch_audit.contracts.events import EVENT_COLUMNS, EVENT_TYPES
 from tests.helpers import LINE_SCHEMA
@@ -84,7 +84,7 @@ def test_template_table_is_consistent():
     for t in TEMPLATES:
         assert t.event_type is None or t.event_type == MALFORMED or t.event_type in EVENT_TYPES, t.tid
         if t.regex is not None and t.event_type is not None:
-            assert t.tid in _PATTERNS
+            assert t.tid in TEMPLATE_TABLE.patterns
             # the regex's literal head and the cheap prefilter must agree (else the route is dead)
             body = t.regex[4:] if t.regex.startswith("(?s)") else t.regex
             literal = re.split(r"\(\?|\[|\.\*", body)[0].replace("\\", "")

@@ -13,6 +13,7 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from epoch_audit.bronze.discover import LOG_KINDS
 from epoch_audit.bronze.parsers import MALFORMED
 
 STATUS_COLUMNS = ["file_id", "source_file", "line_number", "status", "reason", "bad_utf8"]
@@ -106,3 +107,33 @@ def file_accounting(status: DataFrame) -> DataFrame:
         F.sum(F.when(F.col("status") == "malformed", 1).otherwise(0)).alias("malformed"),
         F.sum(F.when(F.col("bad_utf8"), 1).otherwise(0)).alias("bad_utf8"),
     )
+
+
+# Continuation lines (stack traces, multi-line messages) up to this count are broadcast to the
+# record starts instead of shuffling every record's text to meet them.
+BROADCAST_CONTINUATION_LINES = 200_000
+
+
+def unparseable() -> Column:
+    """Lines no parser should see: cut at max_line_chars, or binary."""
+    return (F.col("line_chars") > F.length("text")) | (F.instr("text", "\u0000") > 0)
+
+
+def line_statuses(lines: DataFrame, parsed: DataFrame, framing: DataFrame) -> DataFrame:
+    """Every line's status (parsed | irrelevant | malformed) from the parse outcomes and the
+    staged framing (no text is shuffled: see ``epoch_audit.bronze.accounting``)."""
+    is_log = F.col("log_kind").isin(*LOG_KINDS)
+    outcomes = parsed.select("file_id", "line_number", "event_type", "details")
+    return line_status_for_logs(lines.where(is_log), framing, outcomes).unionByName(
+        line_status_for_files(lines.where(~is_log), outcomes)
+    )
+
+
+def quarantine_lines(status: DataFrame, lines: DataFrame) -> DataFrame:
+    """Malformed lines with their text. Usually few: then they are broadcast and the lines are
+    not shuffled to meet them."""
+    malformed = status.where(F.col("status") == "malformed").select("file_id", "source_file", "line_number", "reason")
+    if malformed.count() <= BROADCAST_CONTINUATION_LINES:
+        malformed = F.broadcast(malformed)
+    text = lines.select("file_id", "line_number", F.substring("text", 1, 10_000).alias("raw"))
+    return malformed.join(text, ["file_id", "line_number"])

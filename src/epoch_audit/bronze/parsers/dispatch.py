@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import importlib
 import inspect
-import logging
 from collections.abc import Callable
 from functools import reduce
 
@@ -12,8 +10,12 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from epoch_audit.bronze.parsers import finish_events
-
-log = logging.getLogger(__name__)
+from epoch_audit.bronze.parsers.checkpoints import parse_checkpoints
+from epoch_audit.bronze.parsers.kafka_log4j import parse_kafka_log4j
+from epoch_audit.bronze.parsers.metadata_dump import parse_metadata_dump
+from epoch_audit.bronze.parsers.redpanda import parse_redpanda
+from epoch_audit.bronze.parsers.request_log import parse_request_log
+from epoch_audit.bronze.parsers.segment_dump import parse_segment_dump
 
 REQUEST_LOGGER = "kafka.request.logger"
 
@@ -28,24 +30,26 @@ def is_request_log_record() -> Column:
     )
 
 
-# (module, function, which records it reads)
-RECORD_PARSERS: list[tuple[str, str, Callable[[], Column]]] = [
+RecordParser = Callable[[DataFrame], DataFrame]
+
+# (name, parser, which records it reads). The name names the parser's staged output.
+RECORD_PARSERS: list[tuple[str, RecordParser, Callable[[], Column]]] = [
     (
-        "epoch_audit.bronze.parsers.kafka_log4j",
         "parse_kafka_log4j",
+        parse_kafka_log4j,
         lambda: F.col("line_format").isin("kafka", "strimzi", "csv") & ~is_request_log_record(),
     ),
-    ("epoch_audit.bronze.parsers.request_log", "parse_request_log", is_request_log_record),
-    ("epoch_audit.bronze.parsers.redpanda", "parse_redpanda", lambda: F.col("line_format") == "redpanda"),
+    ("parse_request_log", parse_request_log, is_request_log_record),
+    ("parse_redpanda", parse_redpanda, lambda: F.col("line_format") == "redpanda"),
 ]
 
-# (module, function, the file kinds it reads)
-FILE_PARSERS: list[tuple[str, str, tuple[str, ...]]] = [
-    ("epoch_audit.bronze.parsers.metadata_dump", "parse_metadata_dump", ("metadata-dump",)),
-    ("epoch_audit.bronze.parsers.segment_dump", "parse_segment_dump", ("segment-dump",)),
+# (name, parser, the file kinds it reads)
+FILE_PARSERS: list[tuple[str, Callable[..., DataFrame], tuple[str, ...]]] = [
+    ("parse_metadata_dump", parse_metadata_dump, ("metadata-dump",)),
+    ("parse_segment_dump", parse_segment_dump, ("segment-dump",)),
     (
-        "epoch_audit.bronze.parsers.checkpoints",
         "parse_checkpoints",
+        parse_checkpoints,
         (
             "leader-epoch-checkpoint",
             "replication-offset-checkpoint",
@@ -55,14 +59,6 @@ FILE_PARSERS: list[tuple[str, str, tuple[str, ...]]] = [
         ),
     ),
 ]
-
-
-def _load(module: str, name: str):
-    try:
-        return getattr(importlib.import_module(module), name)
-    except (ModuleNotFoundError, AttributeError):
-        log.warning("parser %s.%s is not available: its inputs are counted as irrelevant", module, name)
-        return None
 
 
 def _union(frames: list[DataFrame], empty: DataFrame) -> DataFrame:
@@ -76,20 +72,15 @@ def _empty_events(source: DataFrame) -> DataFrame:
 def record_parser_outputs(records: DataFrame) -> list[tuple[str, DataFrame]]:
     """(parser name, bronze-schema rows incl. malformed) for every record parser, on its records."""
     outputs = []
-    for module, name, selects in RECORD_PARSERS:
-        parser = _load(module, name)
-        if parser is not None:
-            outputs.append((name, finish_events(parser(records.where(selects())))))
+    for name, parser, selects in RECORD_PARSERS:
+        outputs.append((name, finish_events(parser(records.where(selects())))))
     return outputs
 
 
 def file_parser_outputs(lines: DataFrame, source_time_zone: str = "UTC") -> list[tuple[str, DataFrame]]:
     """(parser name, bronze-schema rows incl. malformed) for every file-level parser, on its file kinds."""
     outputs = []
-    for module, name, kinds in FILE_PARSERS:
-        parser = _load(module, name)
-        if parser is None:
-            continue
+    for name, parser, kinds in FILE_PARSERS:
         selected = lines.where(F.col("log_kind").isin(*kinds))
         # Checkpoint copy suffixes are host-local times: they need the configured zone.
         if "source_time_zone" in inspect.signature(parser).parameters:

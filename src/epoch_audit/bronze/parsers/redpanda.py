@@ -33,20 +33,24 @@ Conventions of every ``rp_*`` event:
   and is never kept as a value.
 """
 
+
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql.types import BooleanType, IntegerType, StringType
 
-# --- value shapes (§7.1): named types print bare (v24.1+) or wrapped in braces (<= v23.3) ---
-_N = r"\{?(-?\d+)\}?"  # a named-type number, bare or braced
-_VNODE = r"\{id: \{?-?\d+\}?, revision: \{?-?\d+\}?\}"  # a raft vnode, both forms (not capturing)
-# pre-vote tag of v24.1+: "[pre-vote: true] ", and the colon-less "[pre-vote true] " /
-# misspelt "[prev-vote true] " variants of some lines. Optional: v22.1-v23.3 have no tag.
-_TAG = r"^(?:\[(?:pre-vote|prev-vote):? (true|false)\] )?"
+from epoch_audit.bronze.parsers.line_template import per_template_arrays, per_template_literal
+from epoch_audit.bronze.parsers.templates.redpanda_raft import (
+    LEADERS_TABLE_TEMPLATE,
+    NAMED_NUMBER,
+    PREVOTE_TAG,
+    RAFT_TEMPLATES,
+    RP_HINT_LE_V23_3,
+    RP_HINT_V24_1,
+)
 
 _GROUP_PREFIX = r"^\[group_id:(-?\d+), \{([^{}]*)\}\] "
 # the vlog "<file>:<line> - " part, in case the framing stage left it in the message
@@ -54,404 +58,10 @@ _SRC_LOC = r"(?:[\w.+-]+\.(?:cc|h|hh|cpp):\d+ - )?"
 _NTP = r"^([^/]+)/(.+)/(\d+)$"
 
 _OFFSET_SENTINEL = "-9223372036854775808"
+_INT, _STR, _BOOL = IntegerType(), StringType(), BooleanType()
 
-RP_HINT_V24_1 = "redpanda v24.1+"
-RP_HINT_LE_V23_3 = "redpanda v22.1-v23.3"
-
-
-@dataclass(frozen=True)
-class _Template:
-    """One message template: its regex over the message body and what each capture group means.
-
-    ``cols`` maps an event column to ``(group, kind)``; ``details`` maps a details key likewise.
-    kinds: ``int``/``long`` numbers, ``node`` a node id read from a vnode / bare / optional print,
-    ``bool`` a 1/0/true/false flag, ``str`` text, ``offset`` a long with the sentinel dropped.
-    ``consts`` are literal details; ``self_node`` names a column whose value identifies the
-    logging node itself (then broker_id comes from the line, not host_id).
-    """
-
-    event_type: str
-    regex: str
-    cols: dict[str, tuple[int, str]] = field(default_factory=dict)
-    details: dict[str, tuple[int, str]] = field(default_factory=dict)
-    consts: dict[str, str] = field(default_factory=dict)
-    hint: str | None = None
-    # candidate / voter orientation: which of broker/replica is the candidate of a vote event
-    candidate_is: str | None = None  # "broker" | "replica"
-
-
-_T = _Template
-
-# Ordered: the first matching template wins. All regexes are anchored and mutually exclusive.
-TEMPLATES: list[_Template] = [
-    # --- leadership (vote_stm.cc) ---
-    _T(
-        "rp_becoming_leader",
-        r"^becoming the leader term: ?(\d+)$",
-        cols={"leader_epoch": (1, "int")},
-        hint="redpanda v22.1.4+",
-    ),
-    _T(
-        "rp_became_leader",
-        r"^became the leader term: (\d+)$",
-        cols={"leader_epoch": (1, "int")},
-        hint="redpanda v22.2.4+",
-    ),
-    _T(
-        "rp_became_leader",
-        r"^became the leader term:(\d+)$",
-        cols={"leader_epoch": (1, "int")},
-        hint="redpanda v22.1-v22.2.3",
-    ),
-    _T(
-        "rp_leader_config_failed",
-        r"^unable to replicate configuration as a leader - error code: (-?\d+) - (.*?) ?$",
-        details={"error_code": (1, "str"), "error": (2, "str")},
-    ),
-    # --- step down / transfer (consensus.cc do_step_down, transfer_leadership) ---
-    _T(
-        "rp_step_down",
-        r"^(?:\[([\w-]+)\] )?Stepping down as leader in term (\d+), dirty offset (-?\d+)$",
-        details={"reason": (1, "str"), "term": (2, "str"), "dirty_offset": (3, "offset")},
-    ),
-    _T(
-        "rp_step_down",
-        r"^(?:\[([\w-]+)\] )?stepping down as leader in term (\d+), dirty offset (-?\d+), "
-        r"with leadership transfer to (.+)$",
-        cols={"replica_id": (4, "node")},
-        details={"reason": (1, "str"), "term": (2, "str"), "dirty_offset": (3, "offset")},
-        consts={"leadership_transfer": "true"},
-    ),
-    _T(
-        "rp_leadership_transfer",
-        r"^Starting leadership transfer from (.+) to (.+) in term (\d+)$",
-        cols={"broker_id": (1, "node"), "replica_id": (2, "node")},
-        details={"term": (3, "str")},
-    ),
-    _T(
-        "rp_leadership_notification",
-        r"^triggering leadership notification with term: ?(\d+), new leader: (.*)$",
-        cols={"leader": (2, "node")},
-        details={"term": (1, "str"), "new_leader": (2, "str")},
-    ),
-    # --- voter side (consensus.cc do_vote) ---
-    _T(
-        "rp_vote_request",
-        r"^Received vote request with larger term from node (.+), received (\d+), current (\d+)$",
-        cols={"replica_id": (1, "node"), "leader_epoch": (3, "int"), "current_leader_epoch": (3, "int")},
-        details={"received_term": (2, "str"), "current_term": (3, "str")},
-        candidate_is="replica",
-    ),
-    _T(
-        "rp_vote_request",
-        r"^Received vote request: \{node_id: (" + _VNODE + r"), target_node_id:? ?(" + _VNODE + r"), "
-        r"group: " + _N + r", term: ?" + _N + r", prev_log_index: ?" + _N + r", "
-        r"prev_log_term: ?" + _N + r", leadership_xfer: (\w+)\}$",
-        cols={"replica_id": (1, "node"), "broker_id": (2, "node")},
-        details={
-            "term": (4, "str"),
-            "prev_log_index": (5, "offset"),
-            "prev_log_term": (6, "offset"),
-            "leadership_transfer": (7, "bool"),
-        },
-        hint="redpanda v23.2+",
-        candidate_is="replica",
-    ),
-    _T(
-        "rp_vote_refused",
-        r"^not granting vote to node (.+), it has priority (\d+) which is lower than current "
-        r"target priority (\d+)$",
-        cols={"replica_id": (1, "node")},
-        details={"priority": (2, "str"), "target_priority": (3, "str")},
-        consts={"vote_granted": "false", "reason": "priority"},
-        candidate_is="replica",
-    ),
-    _T(
-        "rp_vote_refused",
-        r"^Already heard from the leader, not granting vote to node (.+)$",
-        cols={"replica_id": (1, "node")},
-        consts={"vote_granted": "false", "reason": "already_heard_from_leader"},
-        candidate_is="replica",
-    ),
-    # voter-side TRACE "vote reply: <reply>" (consensus.cc consensus::vote; from the source, not
-    # in the reference tables): the vote this node sends back to the candidate (target_node).
-    _T(
-        "rp_vote_granted",
-        r"^vote reply: \{term: ?" + _N + r", target_node(?:_id)?:? ?(" + _VNODE + r"), "
-        r"vote_granted: ?(\w+), log_ok: ?(\w+)\}$",
-        cols={"replica_id": (2, "node")},
-        details={"term": (1, "str"), "vote_granted": (3, "bool"), "log_ok": (4, "bool")},
-        consts={"side": "voter"},
-        candidate_is="replica",
-    ),
-    # --- follower term adoption / start-up (consensus.cc) ---
-    _T(
-        "rp_new_term",
-        r"^Append entries request term: ?(\d+) is greater than current: ?(\d+)\. Setting new term$",
-        cols={"leader_epoch": (1, "int"), "current_leader_epoch": (2, "int")},
-        details={"term": (1, "str"), "current_term": (2, "str")},
-    ),
-    _T(
-        "rp_recovered_state",
-        r"^Recovered persistent state from kvstore: voted for: (.+), term: (\d+)$",
-        cols={"replica_id": (1, "node"), "leader_epoch": (2, "int")},
-        details={"voted_for": (1, "node")},
-    ),
-    _T(
-        "rp_recovered_state",
-        r"^Starting with voted_for (.+) term (\d+) initial_state (.*)$",
-        cols={"replica_id": (1, "node"), "leader_epoch": (2, "int")},
-        details={"voted_for": (1, "node"), "initial_state": (3, "str")},
-    ),
-    _T(
-        "rp_started_raft",
-        r"^started raft, log offsets: (\{.*?\}), term: (\d+), configuration: (.*)$",
-        cols={"leader_epoch": (2, "int")},
-    ),
-    # --- candidate side, v24.1+ (pre-vote folded into vote_stm) ---
-    _T(
-        "rp_election_started",
-        r"^starting pre-vote leader election, current term: (\d+), leadership transfer: (\w+)$",
-        cols={"leader_epoch": (1, "int")},
-        details={"leadership_transfer": (2, "bool")},
-        consts={"phase": "pre-vote-start", "prevote": "true"},
-        hint="redpanda v24.2+",
-    ),
-    _T(
-        "rp_election_started",
-        r"^pre-vote phase success: (\w+), current term: (\d+), leadership transfer: (\w+)$",
-        cols={"leader_epoch": (2, "int")},
-        details={"prevote_success": (1, "bool"), "leadership_transfer": (3, "bool")},
-        consts={"phase": "pre-vote-result", "prevote": "true"},
-        hint="redpanda v24.2+",
-    ),
-    _T(
-        "rp_vote_sent",
-        _TAG + r"sending vote request to (.+) with timeout of (\d+) ms$",
-        cols={"replica_id": (2, "node")},
-        details={"prevote": (1, "bool"), "timeout_ms": (3, "str")},
-        hint=RP_HINT_V24_1,
-        candidate_is="broker",
-    ),
-    _T(
-        "rp_vote_sent",
-        r"^Sending vote request to (.+) with timeout (\S+)$",
-        cols={"replica_id": (1, "node")},
-        details={"timeout": (2, "str")},
-        consts={"prevote": "false"},
-        hint="redpanda v22.3.17-v23.3",
-        candidate_is="broker",
-    ),
-    _T(
-        "rp_vote_sent",
-        r"^Sending vote request to (" + _VNODE + r")$",
-        cols={"replica_id": (1, "node")},
-        consts={"prevote": "false"},
-        hint="redpanda v22.1-v22.3.16",
-        candidate_is="broker",
-    ),
-    _T(
-        "rp_vote_sent",
-        r"^Sending prevote request to (.+) from (.+) with tout: (-?\d+)$",
-        cols={"replica_id": (1, "node"), "broker_id": (2, "node")},
-        details={"deadline_ms": (3, "str")},
-        consts={"prevote": "true"},
-        hint=RP_HINT_LE_V23_3,
-        candidate_is="broker",
-    ),
-    # self vote: the candidate's own (new) term
-    _T(
-        "rp_vote_sent",
-        _TAG + r"(?:V|v)oting for self in term (\d+)$",
-        cols={"leader_epoch": (2, "int")},
-        details={"prevote": (1, "bool"), "term": (2, "str")},
-        consts={"self_vote": "true", "vote_granted": "true"},
-        candidate_is="broker",
-    ),
-    _T(
-        "rp_vote_reply",
-        _TAG + r"vote reply from (.+?) - \{term: ?" + _N + r", target_node(?:_id)?:? ?(" + _VNODE + r"), "
-        r"vote_granted: ?(\w+), log_ok: ?(\w+)\}$",
-        cols={"replica_id": (2, "node"), "broker_id": (4, "node")},
-        details={
-            "prevote": (1, "bool"),
-            "term": (3, "str"),
-            "vote_granted": (5, "bool"),
-            "log_ok": (6, "bool"),
-        },
-        candidate_is="broker",
-    ),
-    _T(
-        "rp_vote_reply",
-        _TAG + r"vote error from (.+?) - (.*)$",
-        cols={"replica_id": (2, "node")},
-        details={"prevote": (1, "bool"), "error": (3, "str")},
-        hint=RP_HINT_V24_1,
-        candidate_is="broker",
-    ),
-    _T(
-        "rp_vote_reply",
-        _TAG + r"vote dispatch to node (.+?) error - (.*)$",
-        cols={"replica_id": (2, "node")},
-        details={"prevote": (1, "bool"), "error": (3, "str")},
-        hint=RP_HINT_V24_1,
-        candidate_is="broker",
-    ),
-    _T(
-        "rp_vote_reply",
-        r"^error voting: (.*)$",
-        details={"error": (1, "str")},
-        hint=RP_HINT_LE_V23_3,
-        candidate_is="broker",
-    ),
-    # prevote_stm.cc (<= v23.3): "caught up" = pre-vote granted, "is ahead" = refused
-    _T(
-        "rp_vote_reply",
-        r"^prevote ack: node (.+) caught up with a candidate$",
-        cols={"replica_id": (1, "node")},
-        consts={"prevote": "true", "vote_granted": "true"},
-        hint=RP_HINT_LE_V23_3,
-        candidate_is="broker",
-    ),
-    _T(
-        "rp_vote_reply",
-        r"^prevote ack: node (.+) is ahead of a candidate$",
-        cols={"replica_id": (1, "node")},
-        consts={"prevote": "true", "vote_granted": "false", "reason": "voter_log_ahead"},
-        hint=RP_HINT_LE_V23_3,
-        candidate_is="broker",
-    ),
-    _T(
-        "rp_vote_reply",
-        r"^prevote ack from (.+) timed out$",
-        cols={"replica_id": (1, "node")},
-        consts={"prevote": "true", "error": "timeout"},
-        hint=RP_HINT_LE_V23_3,
-        candidate_is="broker",
-    ),
-    _T(
-        "rp_vote_reply",
-        r"^prevote ack: node (.+) threw exception (.*)$",
-        cols={"replica_id": (1, "node")},
-        details={"error": (2, "str")},
-        consts={"prevote": "true"},
-        hint=RP_HINT_LE_V23_3,
-        candidate_is="broker",
-    ),
-    _T(
-        "rp_vote_reply",
-        r"^prevote ack from (.+) doesn't have value, error: (.*)$",
-        cols={"replica_id": (1, "node")},
-        details={"error": (2, "str")},
-        consts={"prevote": "true"},
-        hint=RP_HINT_LE_V23_3,
-        candidate_is="broker",
-    ),
-    _T(
-        "rp_vote_reply",
-        r"^error on sending prevote to (.+) exception: (.*)$",
-        cols={"replica_id": (1, "node")},
-        details={"error": (2, "str")},
-        consts={"prevote": "true"},
-        hint=RP_HINT_LE_V23_3,
-        candidate_is="broker",
-    ),
-    # "vote acks in term T from: <nodes>": one event per granting voter. Candidate side, so it is
-    # an rp_vote_reply (broker_id = candidate, replica_id = voter) like "vote reply from": the
-    # consumers read rp_vote_granted as the VOTER's own line (broker_id = voter).
-    _T(
-        "rp_vote_reply",
-        r"^vote acks in term (\d+) from: (.*)$",
-        details={"term": (1, "str")},
-        consts={"side": "candidate", "vote_granted": "true"},
-        candidate_is="broker",
-    ),
-    # --- election failures ---
-    _T(
-        "rp_vote_failed",
-        _TAG + r"(?:V|v)ote failed - received larger term: (\d+)$",
-        cols={"leader_epoch": (2, "int")},
-        details={"prevote": (1, "bool"), "term": (2, "str")},
-        consts={"reason": "received_larger_term"},
-    ),
-    _T(
-        "rp_vote_failed",
-        _TAG + r"vote failed - node (.+) has log which is more up to date than the current candidate$",
-        cols={"replica_id": (2, "node")},
-        details={"prevote": (1, "bool")},
-        consts={"reason": "voter_log_more_up_to_date"},
-        hint=RP_HINT_V24_1,
-    ),
-    _T(
-        "rp_vote_failed",
-        _TAG + r"(?:V|v)ote failed$",
-        details={"prevote": (1, "bool")},
-        consts={"reason": "not_enough_votes"},
-    ),
-    _T(
-        "rp_vote_failed",
-        _TAG + r"(?:N|n)o longer a candidate, ignoring vote replies$",
-        details={"prevote": (1, "bool")},
-        consts={"reason": "no_longer_candidate"},
-    ),
-    _T(
-        "rp_vote_failed",
-        _TAG + r"Ignoring successful (pre-)?vote\. Node priority too low: (-?\d+)$",
-        details={"prevote": (1, "bool"), "priority": (3, "str"), "prevote_phase": (2, "str")},
-        consts={"reason": "priority_too_low"},
-    ),
-    _T(
-        "rp_vote_failed",
-        r"^Error returned from prevoting process (.*)$",
-        details={"error": (1, "str")},
-        consts={"prevote": "true", "reason": "prevote_error"},
-        hint=RP_HINT_LE_V23_3,
-    ),
-]
-
-TEMPLATES += [
-    # --- follower log truncation (consensus.cc do_append_entries; from the source, not in the
-    # reference tables). The term is the append-entries request's: details only.
-    _T(
-        "rp_truncate",
-        r"^Truncating log in term: ?(\d+), Request previous log index: ?(-?\d+) is earlier than log end "
-        r"offset: ?(-?\d+)(?:, last visible index: ?(-?\d+), leader last visible index: ?(-?\d+))?\. "
-        r"Truncating to: ?(-?\d+)$",
-        cols={"offset": (6, "offset")},
-        details={
-            "term": (1, "str"),
-            "prev_log_index": (2, "offset"),
-            "log_end_offset": (3, "offset"),
-            "last_visible_index": (4, "offset"),
-            "leader_last_visible_index": (5, "offset"),
-            "truncate_at": (6, "offset"),
-        },
-    ),
-    # the same before 2022 (DEBUG)
-    _T(
-        "rp_truncate",
-        r"^(?:Truncate log,|truncate log:) request for the same term: ?(\d+)\. Request offset: ?(-?\d+) is "
-        r"earlier than what we have: ?(-?\d+)\. Truncating to: ?(-?\d+)$",
-        cols={"offset": (4, "offset")},
-        details={
-            "term": (1, "str"),
-            "prev_log_index": (2, "offset"),
-            "log_end_offset": (3, "offset"),
-            "truncate_at": (4, "offset"),
-        },
-    ),
-]
-
-# logger `cluster`, partition_leaders_table.cc: no raft group prefix, the NTP is in the text
-# (groups 1-3); the only template for non-raft lines.
-_LEADERS_TABLE = _T(
-    "rp_partition_leader_updated",
-    r"^updated partition: \{?([^/\s{}]+)/([^\s{}]+)/(\d+)\}? leader: \{term: (\d+), "
-    r"current leader: (.+?), previous leader: (.+?), revision: (-?\d+)\}$",
-    cols={"leader": (5, "node")},
-    details={"term": (4, "str"), "current_leader": (5, "str"), "previous_leader": (6, "str"), "revision": (7, "str")},
-)
-ALL_TEMPLATES = TEMPLATES + [_LEADERS_TABLE]
+TEMPLATES = RAFT_TEMPLATES
+ALL_TEMPLATES = TEMPLATES + [LEADERS_TABLE_TEMPLATE]
 _TABLE_IDX = len(TEMPLATES)
 _VOTE_ACKS = next(i for i, t in enumerate(TEMPLATES) if t.regex.startswith("^vote acks"))
 _STARTED_RAFT = next(i for i, t in enumerate(TEMPLATES) if t.event_type == "rp_started_raft")
@@ -483,7 +93,7 @@ def _node(text: Column) -> Column:
 
 
 def _convert(text: Column, kind: str) -> Column:
-    """A captured string as the typed value ``kind`` names (see :class:`_Template`)."""
+    """A captured string as the typed value ``kind`` names (see :class:`RaftTemplate`)."""
     if kind == "int":
         return text.try_cast("int")
     if kind == "long":
@@ -502,17 +112,6 @@ def _group(k: Column | int) -> Column:
     """Capture group ``k`` (1-based) of the matched template, from the ``_g`` array."""
     idx = F.lit(k) if isinstance(k, int) else k
     return F.get(F.col("_g"), idx - 1)
-
-
-def _lookup(values: list, element_type: str) -> Column:
-    """The entry of a per-template literal list for this row's template (``_tpl``, 0-based)."""
-    arr = F.array(*[F.lit(v) for v in values]).cast(f"array<{element_type}>")
-    return F.get(arr, F.col("_tpl"))
-
-
-def _lookup_arrays(values: list[list], element_type: str) -> Column:
-    arr = F.array(*[F.array(*[F.lit(v) for v in vs]).cast(f"array<{element_type}>") for vs in values])
-    return F.get(arr, F.col("_tpl"))
 
 
 # start-up offsets of "started raft, log offsets: {...}": kept in details (sentinel dropped); the
@@ -551,7 +150,7 @@ def parse_redpanda(records: DataFrame) -> DataFrame:
         pick = (F.when if pick is None else pick.when)(body.rlike(tpl.regex), F.lit(i))
     assert pick is not None
     tpl_idx = F.when(F.col("_group_id").isNotNull(), pick).when(
-        body.rlike(_LEADERS_TABLE.regex), F.lit(_TABLE_IDX)
+        body.rlike(LEADERS_TABLE_TEMPLATE.regex), F.lit(_TABLE_IDX)
     )
     # cheap pre-filter first: every template names a vote/voting, a term or a leader
     matched = (
@@ -559,7 +158,7 @@ def parse_redpanda(records: DataFrame) -> DataFrame:
         .withColumn("_tpl", tpl_idx)
         .where(F.col("_tpl").isNotNull())
     )
-    regex = _lookup([_padded(t.regex) for t in ALL_TEMPLATES], "string")
+    regex = per_template_literal([_padded(t.regex) for t in ALL_TEMPLATES], _STR)
     staged = matched.withColumn(
         "_g",
         # the pattern is a column: the Python wrapper only takes literal patterns, the SQL function both
@@ -567,13 +166,13 @@ def parse_redpanda(records: DataFrame) -> DataFrame:
     )
 
     def col_value(column: str) -> Column:
-        idx = _lookup([t.cols.get(column, (0, ""))[0] for t in ALL_TEMPLATES], "int")
+        idx = per_template_literal([t.cols.get(column, (0, ""))[0] for t in ALL_TEMPLATES], _INT)
         return F.when(idx > 0, _convert(_group(idx), _COL_KINDS[column]))
 
-    tagged = _lookup([t.hint is None and t.regex.startswith(_TAG) for t in ALL_TEMPLATES], "boolean")
+    tagged = per_template_literal([t.hint is None and t.regex.startswith(PREVOTE_TAG) for t in ALL_TEMPLATES], _BOOL)
     # the "[pre-vote: ...]" tag exists from v24.1.1; the untagged forms are v22.1-v23.3
     hint = F.coalesce(
-        _lookup([t.hint for t in ALL_TEMPLATES], "string"),
+        per_template_literal([t.hint for t in ALL_TEMPLATES], _STR),
         F.when(tagged, F.when(_group(1) != "", F.lit(RP_HINT_V24_1)).otherwise(F.lit(RP_HINT_LE_V23_3))),
     )
 
@@ -586,9 +185,9 @@ def parse_redpanda(records: DataFrame) -> DataFrame:
             .otherwise(_convert(text, "str"))
         )
 
-    keys = _lookup_arrays([list(t.details) for t in ALL_TEMPLATES], "string")
-    groups = _lookup_arrays([[g for g, _ in t.details.values()] for t in ALL_TEMPLATES], "int")
-    kinds = _lookup_arrays([[k for _, k in t.details.values()] for t in ALL_TEMPLATES], "string")
+    keys = per_template_arrays([list(t.details) for t in ALL_TEMPLATES], "string")
+    groups = per_template_arrays([[g for g, _ in t.details.values()] for t in ALL_TEMPLATES], "int")
+    kinds = per_template_arrays([[k for _, k in t.details.values()] for t in ALL_TEMPLATES], "string")
     captured = F.map_from_arrays(keys, F.transform(groups, lambda g, pos: detail_value(g, F.get(kinds, pos))))
     consts = F.get(
         F.array(
@@ -607,7 +206,7 @@ def parse_redpanda(records: DataFrame) -> DataFrame:
                 for key in _STARTUP_OFFSETS
                 for x in (
                     F.lit(key),
-                    _convert(F.regexp_extract(_group(1), r"(?:^|[{ ])" + key + r":" + _N, 1), "offset").cast(
+                    _convert(F.regexp_extract(_group(1), r"(?:^|[{ ])" + key + r":" + NAMED_NUMBER, 1), "offset").cast(
                         "string"
                     ),
                 )
@@ -622,9 +221,9 @@ def parse_redpanda(records: DataFrame) -> DataFrame:
 
     typed = staged.select(
         "*",
-        _lookup([t.event_type for t in ALL_TEMPLATES], "string").alias("event_type"),
+        per_template_literal([t.event_type for t in ALL_TEMPLATES], _STR).alias("event_type"),
         hint.alias("kafka_version_hint"),
-        _lookup([t.candidate_is for t in ALL_TEMPLATES], "string").alias("_cand_side"),
+        per_template_literal([t.candidate_is for t in ALL_TEMPLATES], _STR).alias("_cand_side"),
         col_value("broker_id").alias("_line_broker"),
         col_value("replica_id").alias("_line_replica"),
         col_value("leader_epoch").alias("leader_epoch"),

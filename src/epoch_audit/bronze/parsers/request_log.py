@@ -50,184 +50,14 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from epoch_audit.bronze.parsers import MALFORMED
-
-PREFIX = "Completed request:"
-API_EVENT_TYPES: dict[str, str] = {
-    "PRODUCE": "request_produce",
-    "FETCH": "request_fetch",
-    "STOP_REPLICA": "request_stop_replica",
-    "LEADER_AND_ISR": "request_leader_and_isr",
-    "UPDATE_METADATA": "request_update_metadata",
-    "ALTER_PARTITION": "request_alter_partition",
-    "ALTER_ISR": "request_alter_partition",  # AlterIsr (2.7-3.1), renamed AlterPartition in 3.2
-}
-
-# Errors.java codes -> names (the ones the checks and the run summary need, and their neighbours).
-ERROR_NAMES: dict[int, str] = {
-    -1: "UNKNOWN_SERVER_ERROR",
-    0: "NONE",
-    1: "OFFSET_OUT_OF_RANGE",
-    2: "CORRUPT_MESSAGE",
-    3: "UNKNOWN_TOPIC_OR_PARTITION",
-    5: "LEADER_NOT_AVAILABLE",
-    6: "NOT_LEADER_OR_FOLLOWER",
-    7: "REQUEST_TIMED_OUT",
-    8: "BROKER_NOT_AVAILABLE",
-    9: "REPLICA_NOT_AVAILABLE",
-    10: "MESSAGE_TOO_LARGE",
-    11: "STALE_CONTROLLER_EPOCH",
-    19: "NOT_ENOUGH_REPLICAS",
-    20: "NOT_ENOUGH_REPLICAS_AFTER_APPEND",
-    29: "TOPIC_AUTHORIZATION_FAILED",
-    31: "CLUSTER_AUTHORIZATION_FAILED",
-    35: "UNSUPPORTED_VERSION",
-    41: "NOT_CONTROLLER",
-    42: "INVALID_REQUEST",
-    45: "OUT_OF_ORDER_SEQUENCE_NUMBER",
-    47: "INVALID_PRODUCER_EPOCH",
-    55: "OPERATION_NOT_ATTEMPTED",
-    56: "KAFKA_STORAGE_ERROR",
-    57: "LOG_DIR_NOT_FOUND",
-    70: "FETCH_SESSION_ID_NOT_FOUND",
-    71: "INVALID_FETCH_SESSION_EPOCH",
-    74: "FENCED_LEADER_EPOCH",
-    75: "UNKNOWN_LEADER_EPOCH",
-    77: "STALE_BROKER_EPOCH",
-    78: "OFFSET_NOT_AVAILABLE",
-    87: "INVALID_RECORD",
-    95: "INVALID_UPDATE_VERSION",
-    100: "UNKNOWN_TOPIC_ID",
-    102: "BROKER_ID_NOT_REGISTERED",
-    103: "INCONSISTENT_TOPIC_ID",
-    106: "FETCH_SESSION_TOPIC_ID_ERROR",
-    107: "INELIGIBLE_REPLICA",
-    108: "NEW_LEADER_ELECTED",
-    120: "TRANSACTION_ABORTABLE",
-}
-
-_HEADER = (
-    "requestHeader struct<requestApiKey:int,requestApiVersion:int,correlationId:int,clientId:string,"
-    "requestApiKeyName:string>"
+from epoch_audit.bronze.parsers.request_log_schemas import (
+    API_EVENT_TYPES,
+    ERROR_NAMES,
+    EVENT_FIELDS,
+    EVENT_STRUCT_TYPE,
+    PREFIX,
+    SCHEMAS,
 )
-_CORRUPT = "_corrupt_record string"
-_LEADER = "currentLeader struct<leaderId:int,leaderEpoch:int>"
-_LAI_STATE = (
-    "struct<topicName:string,partitionIndex:int,controllerEpoch:int,leader:int,leaderEpoch:int,isr:array<int>,"
-    "zkVersion:int,partitionEpoch:int,replicas:array<int>,addingReplicas:array<int>,"
-    "removingReplicas:array<int>,isNew:boolean,leaderRecoveryState:int>"
-)
-_UM_STATE = (
-    "struct<topicName:string,partitionIndex:int,controllerEpoch:int,leader:int,leaderEpoch:int,isr:array<int>,"
-    "zkVersion:int,replicas:array<int>,offlineReplicas:array<int>>"
-)
-_AP_PART = (
-    "struct<partitionIndex:int,errorCode:int,leaderId:int,leaderEpoch:int,newIsr:array<int>,"
-    "newIsrWithEpochs:array<struct<brokerId:int,brokerEpoch:bigint>>,isr:array<int>,leaderRecoveryState:int,"
-    "partitionEpoch:int,currentIsrVersion:int>"
-)
-_CONTROLLER_FIELDS = "controllerId:int,isKRaftController:boolean,controllerEpoch:int,brokerEpoch:bigint"
-
-# One explicit schema per API (fields of every version; JSON keys absent in a version -> null).
-SCHEMAS: dict[str, str] = {
-    "PRODUCE": ", ".join(
-        [
-            _HEADER,
-            "request struct<transactionalId:string,acks:int,timeoutMs:int,topicData:array<struct<name:string,"
-            "topicId:string,partitionData:array<struct<index:int,recordsSizeInBytes:int>>>>>",
-            "response struct<responses:array<struct<name:string,topicId:string,partitionResponses:array<"
-            "struct<index:int,errorCode:int,baseOffset:bigint,logAppendTimeMs:bigint,logStartOffset:bigint,"
-            f"errorMessage:string,{_LEADER.replace(' ', ':', 1)}>>>>,throttleTimeMs:int>",
-            _CORRUPT,
-        ]
-    ),
-    "FETCH": ", ".join(
-        [
-            _HEADER,
-            "request struct<replicaId:int,replicaState:struct<replicaId:int,replicaEpoch:bigint>,maxWaitMs:int,"
-            "sessionId:int,sessionEpoch:int,topics:array<struct<topic:string,topicId:string,partitions:array<"
-            "struct<partition:int,currentLeaderEpoch:int,fetchOffset:bigint,lastFetchedEpoch:int,"
-            "logStartOffset:bigint,partitionMaxBytes:int>>>>>",
-            "response struct<errorCode:int,sessionId:int,responses:array<struct<topic:string,topicId:string,"
-            "partitions:array<struct<partitionIndex:int,errorCode:int,highWatermark:bigint,lastStableOffset:bigint,"
-            "logStartOffset:bigint,divergingEpoch:struct<epoch:int,endOffset:bigint>,"
-            f"{_LEADER.replace(' ', ':', 1)},preferredReadReplica:int,recordsSizeInBytes:int>>>>>",
-            _CORRUPT,
-        ]
-    ),
-    "STOP_REPLICA": ", ".join(
-        [
-            _HEADER,
-            f"request struct<{_CONTROLLER_FIELDS},deletePartitions:boolean,"
-            "ungroupedPartitions:array<struct<topicName:string,partitionIndex:int>>,"
-            "topics:array<struct<name:string,partitionIndexes:array<int>>>,"
-            "topicStates:array<struct<topicName:string,partitionStates:array<struct<partitionIndex:int,"
-            "leaderEpoch:int,deletePartition:boolean>>>>>",
-            "response struct<errorCode:int,partitionErrors:array<struct<topicName:string,partitionIndex:int,"
-            "errorCode:int>>>",
-            _CORRUPT,
-        ]
-    ),
-    "LEADER_AND_ISR": ", ".join(
-        [
-            _HEADER,
-            f"request struct<{_CONTROLLER_FIELDS},type:int,ungroupedPartitionStates:array<{_LAI_STATE}>,"
-            f"topicStates:array<struct<topicName:string,topicId:string,partitionStates:array<{_LAI_STATE}>>>>",
-            "response struct<errorCode:int,partitionErrors:array<struct<topicName:string,partitionIndex:int,"
-            "errorCode:int>>,topics:array<struct<topicId:string,partitionErrors:array<struct<partitionIndex:int,"
-            "errorCode:int>>>>>",
-            _CORRUPT,
-        ]
-    ),
-    "UPDATE_METADATA": ", ".join(
-        [
-            _HEADER,
-            f"request struct<{_CONTROLLER_FIELDS},ungroupedPartitionStates:array<{_UM_STATE}>,"
-            f"topicStates:array<struct<topicName:string,topicId:string,partitionStates:array<{_UM_STATE}>>>>",
-            "response struct<errorCode:int>",
-            _CORRUPT,
-        ]
-    ),
-    "ALTER_PARTITION": ", ".join(
-        [
-            _HEADER,
-            "request struct<brokerId:int,brokerEpoch:bigint,topics:array<struct<topicName:string,name:string,"
-            f"topicId:string,partitions:array<{_AP_PART}>>>>",
-            "response struct<errorCode:int,topics:array<struct<topicName:string,name:string,topicId:string,"
-            f"partitions:array<{_AP_PART}>>>>",
-            _CORRUPT,
-        ]
-    ),
-}
-SCHEMAS["ALTER_ISR"] = SCHEMAS["ALTER_PARTITION"]
-
-# The per-partition event struct every API branch builds (same field order and types).
-_EVENT_FIELDS: list[tuple[str, str]] = [
-    ("topic", "string"),
-    ("topic_id", "string"),
-    ("partition", "int"),
-    ("error_code", "int"),
-    ("controller_id", "int"),
-    ("controller_epoch", "int"),
-    ("state_controller_epoch", "int"),
-    ("leader", "int"),
-    ("leader_epoch", "int"),
-    ("current_leader_epoch", "int"),
-    ("partition_epoch", "int"),
-    ("isr", "array<int>"),
-    ("replicas", "array<int>"),
-    ("adding_replicas", "array<int>"),
-    ("removing_replicas", "array<int>"),
-    ("isr_broker_epochs", "array<bigint>"),
-    ("replica_id", "int"),
-    ("broker_id", "int"),
-    ("broker_epoch", "bigint"),
-    ("offset", "bigint"),
-    ("high_watermark", "bigint"),
-    ("log_start_offset", "bigint"),
-    ("delete_partition", "boolean"),
-    ("details", "map<string,string>"),
-]
-_EVENT_TYPE = "struct<" + ",".join(f"{n}:{t}" for n, t in _EVENT_FIELDS) + ">"
 
 _TEXT_HEADER = (
     r"^Completed request:RequestHeader\(apiKey=([A-Z_]+), apiVersion=(\d+), clientId=(.*?), "
@@ -235,14 +65,14 @@ _TEXT_HEADER = (
 )
 
 
-def _ev(**values: Column) -> Column:
+def _partition_event(**values: Column) -> Column:
     """One per-partition event struct; fields not given are null."""
-    unknown = set(values) - {n for n, _ in _EVENT_FIELDS}
+    unknown = set(values) - {n for n, _ in EVENT_FIELDS}
     assert not unknown, unknown
     return F.struct(
         *[
             (values[n] if n in values else F.lit(None)).cast(t).alias(n)
-            for n, t in _EVENT_FIELDS
+            for n, t in EVENT_FIELDS
         ]
     )
 
@@ -303,7 +133,7 @@ def _produce(j: Column) -> Column:
     def one(q: Column) -> Column:
         r = _first(resp, lambda x: _same_topic(x.t_name, x.t_id, q.t_name, q.t_id) & (x.p["index"] == q.p["index"]))
         rp = r["p"]
-        return _ev(
+        return _partition_event(
             topic=q.t_name,
             topic_id=q.t_id,
             partition=q.p["index"],
@@ -337,7 +167,7 @@ def _fetch(j: Column) -> Column:
         def qf(field: str) -> Column:
             return qp[field] if qp is not None else F.lit(None)
 
-        return _ev(
+        return _partition_event(
             topic=name,
             topic_id=tid,
             partition=part,
@@ -408,7 +238,7 @@ def _stop_replica(j: Column, version: Column) -> Column:
 
     def event(name: Column, idx: Column, le: Column, delete: Column) -> Column:
         err = _first(errors, lambda e: (e["topicName"] == name) & (e["partitionIndex"] == idx))
-        return _ev(
+        return _partition_event(
             topic=name,
             partition=idx,
             error_code=err["errorCode"],
@@ -455,7 +285,7 @@ def _leader_and_isr(j: Column) -> Column:
             errors,
             lambda e: _same_topic(e.t_name, e.t_id, name, q.t_id) & (e.p["partitionIndex"] == p["partitionIndex"]),
         )
-        return _ev(
+        return _partition_event(
             topic=name,
             topic_id=q.t_id,
             partition=p["partitionIndex"],
@@ -490,7 +320,7 @@ def _update_metadata(j: Column) -> Column:
 
     def one(q: Column) -> Column:
         p = q["p"]
-        return _ev(
+        return _partition_event(
             topic=F.coalesce(q.t_name, p["topicName"]),
             topic_id=q.t_id,
             partition=p["partitionIndex"],
@@ -512,7 +342,7 @@ def _update_metadata(j: Column) -> Column:
     parts = F.transform(F.concat(ungrouped, grouped), one)
     # a request with no partition states still raises the broker's known controller epoch
     whole = F.array(
-        _ev(
+        _partition_event(
             error_code=j["response"]["errorCode"],
             details=_details(is_kraft_controller=rq["isKRaftController"], partitions=F.lit(0)),
             **_controller_common(rq),
@@ -541,7 +371,7 @@ def _alter_partition(j: Column) -> Column:
             F.transform(p["newIsr"], lambda _b: F.lit(-1).cast("bigint")),
         )
         ok = r["errorCode"] == 0
-        return _ev(
+        return _partition_event(
             topic=q.t_name,
             topic_id=q.t_id,
             partition=p["partitionIndex"],
@@ -613,9 +443,9 @@ def parse_request_log(records: DataFrame) -> DataFrame:
         .when(F.col("_api") == "UPDATE_METADATA", _update_metadata(j("UPDATE_METADATA")))
         .when(F.col("_api") == "ALTER_PARTITION", _alter_partition(j("ALTER_PARTITION")))
         .when(F.col("_api") == "ALTER_ISR", _alter_partition(j("ALTER_ISR")))
-        .cast(f"array<{_EVENT_TYPE}>")
+        .cast(f"array<{EVENT_STRUCT_TYPE}>")
     )
-    text_event = F.array(_ev(details=_details(format=F.lit("text"))))
+    text_event = F.array(_partition_event(details=_details(format=F.lit("text"))))
     malformed = (F.col("_format") == "json") & (corrupt.isNotNull() | header.isNull())
     staged = parsed.select(
         "*",
@@ -629,7 +459,7 @@ def parse_request_log(records: DataFrame) -> DataFrame:
         .alias("_correlation_id"),
         top_error.alias("_top_error"),
         F.when(F.col("_format") == "text", text_event)
-        .when(malformed, F.array(_ev(details=_details(reason=F.lit("unparseable request-log JSON")))))
+        .when(malformed, F.array(_partition_event(details=_details(reason=F.lit("unparseable request-log JSON")))))
         .otherwise(events)
         .alias("_events"),
     )
@@ -683,7 +513,7 @@ def parse_request_log(records: DataFrame) -> DataFrame:
         F.when(~F.col("_malformed"), _error_name(code)).alias("error"),
         *[
             e[n].alias(n)
-            for n, _ in _EVENT_FIELDS
+            for n, _ in EVENT_FIELDS
             if n not in {"topic", "topic_id", "partition", "error_code", "broker_id", "details"}
         ],
         details.alias("details"),

@@ -1,0 +1,279 @@
+"""Driver-side discovery: walk the inputs, name each file (cluster, host, log stream, rotation
+order, format, content identity) and plan which of its bytes a run reads.
+
+A file's identity is (cluster, host, log name, its first line): the same bytes shipped twice, a
+live file that grew, and that live file after rotation (``state-change.log`` ->
+``state-change.log.2024-03-05-09``) all have one identity, so only bytes never consumed before are
+read (``plan_reads``, given what earlier runs consumed per identity).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import gzip
+import hashlib
+import logging
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from epoch_audit.bronze.parsers.file_kinds import base_file_name, copy_time, detect_file_kind
+from epoch_audit.bronze.records import SEASTAR_START
+from epoch_audit.config import AppConfig
+
+log = logging.getLogger(__name__)
+
+# Text logs (framed into records); every other kind is a file-level format (dumps, checkpoints).
+LOG_KINDS = ("state-change", "controller", "server", "request", "redpanda", "log")
+LIVE_ORDER = 99_999_999_999_999  # a live file sorts after every rotated copy of its stream
+HEAD_BYTES = 4096
+EXCLUDED_NAMES = ("truth.jsonl", "manifest.json", "bench-plan.json", "*.md", ".*", "_SUCCESS", "*.crc")
+
+_ROTATION = re.compile(
+    r"^(?P<base>.+?)\.(?P<suffix>\d{4}-\d{2}-\d{2}(?:-\d{2}(?:-\d{2})?)?|\d{1,4})$"
+)
+
+
+class InputError(ValueError):
+    """A bad input path: reported as one line, exit code 2."""
+
+
+@dataclass(frozen=True)
+class InputFile:
+    """One collected file as the driver sees it (a row of the file plan)."""
+
+    source_file: str
+    file_name: str
+    cluster_id: str
+    host_id: int | None
+    stream: str  # log name without rotation / copy suffix and .gz
+    log_kind: str
+    file_order: int
+    compressed: bool
+    size_bytes: int  # decompressed
+    content_sha256: str
+    file_id: str
+
+
+@dataclass(frozen=True)
+class ReadTask:
+    """Which bytes of a file to read this run."""
+
+    file_id: str
+    source_file: str
+    file_name: str
+    cluster_id: str
+    host_id: int | None
+    file_order: int
+    log_kind: str
+    compressed: bool
+    start_byte: int
+    start_line: int  # line number of the first line read (1-based)
+    end_byte: int  # read up to here: bytes appended after planning wait for the next run
+
+
+def discover(inputs: list[str]) -> list[Path]:
+    """Every regular file under ``inputs`` (sorted), skipping lake and simulator side files."""
+    found: list[Path] = []
+    for raw in inputs:
+        path = Path(raw)
+        if not path.exists():
+            raise InputError(f"input path not found: {raw}")
+        if not os.access(path, os.R_OK):
+            raise InputError(f"input path not readable: {raw}")
+        candidates = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
+        for candidate in candidates:
+            parts = candidate.relative_to(path).parts if candidate != path else (candidate.name,)
+            if any(part == "_delta_log" or part.startswith(".") for part in parts[:-1]):
+                continue
+            if any(fnmatch.fnmatch(candidate.name, pattern) for pattern in EXCLUDED_NAMES):
+                continue
+            found.append(candidate)
+    return sorted(set(found))
+
+
+def _open(path: Path, compressed: bool):
+    return gzip.open(path, "rb") if compressed else open(path, "rb")
+
+
+def _is_gzip(path: Path) -> bool:
+    with open(path, "rb") as fh:
+        return fh.read(2) == b"\x1f\x8b"
+
+
+def _hash_and_head(path: Path, compressed: bool) -> tuple[str, int, bytes]:
+    digest = hashlib.sha256()
+    size = 0
+    head = b""
+    try:
+        with _open(path, compressed) as fh:
+            while chunk := fh.read(1 << 20):
+                if len(head) < HEAD_BYTES:
+                    head += chunk[: HEAD_BYTES - len(head)]
+                digest.update(chunk)
+                size += len(chunk)
+    except (OSError, EOFError) as err:  # truncated gzip: keep what decompressed
+        log.warning("%s: read stopped early (%s)", path, err)
+    return digest.hexdigest(), size, head
+
+
+def _prefix_sha(path: Path, compressed: bool, length: int) -> str:
+    digest = hashlib.sha256()
+    remaining = length
+    with _open(path, compressed) as fh:
+        while remaining > 0 and (chunk := fh.read(min(1 << 20, remaining))):
+            digest.update(chunk)
+            remaining -= len(chunk)
+    return digest.hexdigest()
+
+
+def stream_order(name: str) -> tuple[str, int]:
+    """(stream name, order) from a rotated/copied file name; live files sort last."""
+    copied = copy_time(name)
+    if copied is not None:
+        return base_file_name(name), int(copied.strftime("%Y%m%d%H%M%S"))
+    bare = name[:-3] if name.endswith(".gz") else name
+    match = _ROTATION.match(bare)
+    if match and not bare.endswith((".log", ".txt")):
+        suffix = match["suffix"]
+        if "-" in suffix:
+            digits = suffix.replace("-", "")
+            return match["base"], int(digits.ljust(14, "0"))
+        # log4j RollingFileAppender: .1 is the newest rotated file, higher numbers are older.
+        return match["base"], -int(suffix)
+    return bare, LIVE_ORDER
+
+
+# Content first (spec "Collected input"): the logger a file's lines are written with names the log.
+_LOGGER_KINDS = (
+    ("(kafka.request.logger)", "request"),
+    ("(state.change.logger)", "state-change"),
+    ("(kafka.controller.", "controller"),
+    ("(org.apache.kafka.controller.", "controller"),
+)
+_NAME_KINDS = (
+    ("state-change", "state-change"),
+    ("controller", "controller"),
+    ("request", "request"),
+    ("server", "server"),
+    ("redpanda", "redpanda"),
+)
+
+
+def log_kind(stream: str, head: str) -> str:
+    """Which log a text file is: by the loggers in its first lines, else by its name."""
+    first_lines = head.splitlines()[:50]
+    for marker, kind in _LOGGER_KINDS:
+        hits = sum(marker in line for line in first_lines)
+        if hits and hits * 2 >= sum(bool(line.strip()) and line[:1] in "[0123456789\"" for line in first_lines):
+            return kind
+    seastar = re.compile(SEASTAR_START.lstrip("^"))
+    if any(seastar.search(line) for line in first_lines):
+        return "redpanda"
+    name = stream.lower()
+    for marker, kind in _NAME_KINDS:
+        if marker in name:
+            return kind
+    return "server" if any(line.startswith("[") for line in first_lines) else "log"
+
+
+def describe(path: Path, config: AppConfig) -> InputFile:
+    """Name one file: cluster, host, stream, order, format, content hash and identity."""
+    posix = path.as_posix()
+    cluster_match = re.search(config.ingest.cluster_pattern, posix)
+    cluster_id = cluster_match.group(1) if cluster_match else config.ingest.cluster_id
+    if not cluster_id:
+        cluster_id = "default"
+    # The innermost host segment names the host (a retry folder may sit above it).
+    host_matches = list(re.finditer(config.ingest.host_pattern, posix))
+    host_id = int(host_matches[-1].group(1)) if host_matches else None
+    compressed = _is_gzip(path)
+    content_sha, size, head = _hash_and_head(path, compressed)
+    head_text = head.decode("utf-8", errors="replace")
+    name = path.name
+    stream, order = stream_order(name)
+    kind = detect_file_kind(name, head_text) or log_kind(stream, head_text)
+    first_line = head.split(b"\n", 1)[0]
+    identity = "|".join([cluster_id, str(host_id), stream, hashlib.sha256(first_line).hexdigest()])
+    if kind not in LOG_KINDS:
+        # File-level formats are rewritten wholesale (checkpoints, dumps): every copy is its own
+        # evidence, identified by its name and content.
+        # Identity includes the path below the host folder: every partition directory has its own
+        # (often byte-identical) checkpoint, and a retry copy of the host folder keeps that path.
+        below_host = posix[host_matches[-1].end():] if host_matches else posix
+        identity = "|".join([cluster_id, str(host_id), below_host.lstrip("/"), content_sha])
+    return InputFile(
+        source_file=posix,
+        file_name=name,
+        cluster_id=cluster_id,
+        host_id=host_id,
+        stream=stream,
+        log_kind=kind,
+        file_order=order,
+        compressed=compressed,
+        size_bytes=size,
+        content_sha256=content_sha,
+        file_id=hashlib.sha256(identity.encode()).hexdigest(),
+    )
+
+
+@dataclass
+class FilePlan:
+    """What this run reads, and what it skips and why."""
+
+    tasks: list[ReadTask]
+    files: list[InputFile]
+    skipped: list[tuple[InputFile, str]]  # (file, reason: unchanged | duplicate)
+
+
+def plan_reads(files: list[InputFile], consumed: dict[str, dict]) -> FilePlan:
+    """Decide which bytes of which file to read, given what earlier runs consumed per identity."""
+    tasks: list[ReadTask] = []
+    skipped: list[tuple[InputFile, str]] = []
+    by_identity: dict[str, list[InputFile]] = {}
+    for f in files:
+        by_identity.setdefault(f.file_id, []).append(f)
+    for file_id in sorted(by_identity):
+        copies = sorted(by_identity[file_id], key=lambda f: (-f.size_bytes, f.source_file))
+        chosen = copies[0]  # the longest copy holds every other copy's bytes
+        for dup in copies[1:]:
+            skipped.append((dup, "duplicate"))
+        before = consumed.get(file_id)
+        start_byte, start_line = 0, 1
+        if before is not None:
+            same_prefix = before["consumed_bytes"] <= chosen.size_bytes and _prefix_sha(
+                Path(chosen.source_file), chosen.compressed, before["consumed_bytes"]
+            ) == before["prefix_sha256"]
+            if same_prefix and before["consumed_bytes"] == chosen.size_bytes:
+                skipped.append((chosen, "unchanged"))
+                continue
+            if same_prefix:
+                start_byte, start_line = before["consumed_bytes"], before["consumed_lines"] + 1
+            else:
+                log.warning("%s: content differs from what was ingested for it before", chosen.source_file)
+                skipped.append((chosen, "conflicting"))
+                continue
+        tasks.append(
+            ReadTask(
+                file_id=file_id,
+                source_file=chosen.source_file,
+                file_name=chosen.file_name,
+                cluster_id=chosen.cluster_id,
+                host_id=chosen.host_id,
+                file_order=chosen.file_order,
+                log_kind=chosen.log_kind,
+                compressed=chosen.compressed,
+                start_byte=start_byte,
+                start_line=start_line,
+                end_byte=chosen.size_bytes,
+            )
+        )
+    return FilePlan(tasks=tasks, files=files, skipped=skipped)
+
+
+def in_window(path: Path, window: tuple[float | None, float | None]) -> bool:
+    """Whether the file's modification time lies in ``window`` ([start, end), epoch seconds)."""
+    start, end = window
+    mtime = path.stat().st_mtime
+    return (start is None or mtime >= start) and (end is None or mtime < end)
