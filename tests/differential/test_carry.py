@@ -17,12 +17,12 @@ import pytest
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from epoch_audit.bronze.own_time import with_file_own_time
 from epoch_audit.contracts.events import TRAFFIC_TYPES
 from epoch_audit.gold.base import CHECK_COLUMNS, CheckContext
 from epoch_audit.gold.carry import anchor_fingerprints, carried_events, windowed
 from epoch_audit.gold.invariants import INVARIANTS
 from epoch_audit.silver.timelines import SILVER_BUILDERS as TIMELINE_BUILDERS
-from epoch_audit.stages.ingest import with_file_own_time
 from tests.builders.controller_events import BASE, History, to_df
 from tests.differential.test_whole_model import _histories
 from tests.helpers import release_spark_memory

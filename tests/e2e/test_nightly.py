@@ -29,9 +29,9 @@ from pathlib import Path
 import pytest
 from deltalake import DeltaTable
 
+from epoch_audit.bronze.discover import stream_order
 from epoch_audit.bronze.parsers.file_kinds import copy_time
 from epoch_audit.cli import input_window, main
-from epoch_audit.stages.ingest import _rotation
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE = REPO / "data" / "samples" / "kafka-kraft"  # 23:xx..01:59 on 2024-03-04/05, cluster kraft-1
@@ -84,7 +84,7 @@ def drop_tree(sample: Path, cut: dt.datetime | None) -> dict[str, bytes]:
         rel = path.relative_to(sample)
         if rel.parts[0] in ("late",) or "retry" in rel.parts or rel.name in ("truth.jsonl", "manifest.json"):
             continue  # late and re-shipped folders arrive with the last drop
-        stream, order = _rotation(path.name)
+        stream, order = stream_order(path.name)
         if stream.endswith(".log") and "dump" not in rel.as_posix():
             streams.setdefault((rel.parent, stream), []).append((order, path))
         elif copy_time(path.name) is not None:

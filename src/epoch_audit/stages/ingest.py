@@ -41,11 +41,7 @@ from epoch_audit.bronze.accounting import (
     unparseable,
 )
 from epoch_audit.bronze.discover import LOG_KINDS, describe, discover, in_window, plan_reads
-
-# Kept importable from here for tests/e2e (_rotation) and tests/differential (with_file_own_time).
-from epoch_audit.bronze.discover import stream_order as _rotation  # noqa: F401
 from epoch_audit.bronze.own_time import file_max_times, with_bronze_layout
-from epoch_audit.bronze.own_time import with_file_own_time as with_file_own_time
 from epoch_audit.bronze.parsers import MALFORMED
 from epoch_audit.bronze.parsers.dispatch import file_parser_outputs, record_parser_outputs
 from epoch_audit.bronze.read import read_lines
