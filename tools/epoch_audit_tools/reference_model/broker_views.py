@@ -11,15 +11,15 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
 
-from epoch_audit.silver.broker_views import (
+from epoch_audit.silver.broker_leader_epochs import (
     ACK_TYPES,
     CLAIM_TYPES,
     HELD_TYPES,
     RP_NOT_HELD_TYPES,
     RP_VOTE_REQUEST,
     SERIES_BREAK_TYPES,
-    TOPIC_ID_TYPES,
 )
+from epoch_audit.silver.replica_offsets import TOPIC_ID_TYPES
 
 Row = dict[str, Any]
 

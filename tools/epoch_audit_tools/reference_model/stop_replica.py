@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from epoch_audit.silver.timelines import CONTROLLER_REQUEST_TYPES, UNPROCESSED_REQUEST_ERRORS
+from epoch_audit.silver.broker_controller_views import CONTROLLER_REQUEST_TYPES, UNPROCESSED_REQUEST_ERRORS
 from epoch_audit_tools.reference_model.model import Event, by_broker_in_own_order, is_no_error, violation
 
 STOP_EVIDENCE = {"fetcher_removed", "log_deletion_scheduled", "log_deleted"}

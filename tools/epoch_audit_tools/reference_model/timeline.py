@@ -24,7 +24,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
 
-from epoch_audit.silver.timelines import (
+from epoch_audit.silver.partition_timeline import (
     KRAFT_TOPIC_REMOVAL_TYPES,
     TIMELINE_COLUMNS,
     ZK_CONTROLLER_LOG_TYPES,
