@@ -88,16 +88,16 @@ def broker_leader_epochs(events: DataFrame, config: object = None) -> DataFrame:
     series in own order. ``is_claim`` marks leadership claims (leader start lines, Redpanda
     becoming / became the leader).
     """
-    et = F.col("event_type")
-    held_le = F.when(et == RP_VOTE_REQUEST, F.col("current_leader_epoch")).otherwise(F.col("leader_epoch"))
-    accepted = F.when(et == "request_leader_and_isr", is_ok(F.col("error"))).otherwise(F.lit(True))
+    event_type = F.col("event_type")
+    held_le = F.when(event_type == RP_VOTE_REQUEST, F.col("current_leader_epoch")).otherwise(F.col("leader_epoch"))
+    accepted = F.when(event_type == "request_leader_and_isr", is_ok(F.col("error"))).otherwise(F.lit(True))
     is_rp_held = (
-        et.startswith("rp_")
-        & ~et.isin(*RP_NOT_HELD_TYPES)
+        event_type.startswith("rp_")
+        & ~event_type.isin(*RP_NOT_HELD_TYPES)
         & ~F.coalesce(F.lower(F.col("details")["prevote"]) == "true", F.lit(False))
     )
     epochs = (
-        events.filter(et.isin(*HELD_TYPES) | is_rp_held)
+        events.filter(event_type.isin(*HELD_TYPES) | is_rp_held)
         .filter(accepted)
         .withColumn("leader_epoch", held_le)
         # Sentinels -1 (no epoch) / -2 (being deleted) are not epochs a broker holds.
@@ -105,13 +105,13 @@ def broker_leader_epochs(events: DataFrame, config: object = None) -> DataFrame:
         .withColumn("row_kind", F.lit("epoch"))
     )
     acks = (
-        events.filter(et.isin(*ACK_TYPES))
+        events.filter(event_type.isin(*ACK_TYPES))
         .withColumn("leader_epoch", F.coalesce(F.col("leader_epoch"), rp_term()))
         .filter(F.col("leader").isNotNull() & F.col("leader_epoch").isNotNull())
         .withColumn("row_kind", F.lit("ack"))
     )
     breaks = (
-        events.filter(et.isin(*SERIES_BREAK_TYPES))
+        events.filter(event_type.isin(*SERIES_BREAK_TYPES))
         .withColumn("leader_epoch", F.lit(None).cast("int"))
         .withColumn("row_kind", F.lit("series_break"))
     )
@@ -120,8 +120,8 @@ def broker_leader_epochs(events: DataFrame, config: object = None) -> DataFrame:
         .unionByName(breaks)
         .filter(F.col("topic").isNotNull() & F.col("partition").isNotNull())
         .withColumn("broker_id", F.coalesce(F.col("broker_id"), F.col("host_id")))
-        .withColumn("is_claim", (F.col("row_kind") == "epoch") & et.isin(*CLAIM_TYPES))
-        .withColumn("system", F.when(et.startswith("rp_"), F.lit("redpanda")).otherwise(F.lit("kafka")))
+        .withColumn("is_claim", (F.col("row_kind") == "epoch") & event_type.isin(*CLAIM_TYPES))
+        .withColumn("system", F.when(event_type.startswith("rp_"), F.lit("redpanda")).otherwise(F.lit("kafka")))
     )
     rows = rows.withColumn("ots", file_running_max_time())
     key = ["cluster_id", "broker_id", "topic", "partition"]

@@ -87,25 +87,26 @@ def broker_registrations(events: DataFrame, config: object = None) -> DataFrame:
     )
     # A state holds up to the next record about the broker, never past a hole in the dumped log.
     recs = with_hole_after(recs, covered, F.col("commit_offset"))
-    et = F.col("event_type")
-    is_reg = et == "md_register_broker"
+    event_type = F.col("event_type")
+    is_reg = event_type == "md_register_broker"
     fenced_v = (
         F.when(is_reg, F.coalesce(F.col("fenced"), F.lit(True)))
-        .when(et == "md_unregister_broker", F.lit(True))
-        .when(et == "md_fence_broker", F.lit(True))
-        .when(et == "md_unfence_broker", F.lit(False))
+        .when(event_type == "md_unregister_broker", F.lit(True))
+        .when(event_type == "md_fence_broker", F.lit(True))
+        .when(event_type == "md_unfence_broker", F.lit(False))
         .otherwise(F.col("fenced"))
     )
     ics_v = (
         F.when(is_reg, F.coalesce(F.col("in_controlled_shutdown"), F.lit(False)))
-        .when(et.isin("md_unregister_broker", "md_fence_broker"), F.lit(False))
+        .when(event_type.isin("md_unregister_broker", "md_fence_broker"), F.lit(False))
         .when(F.col("fenced") == F.lit(True), F.lit(False))
         .when(F.col("in_controlled_shutdown") == F.lit(True), F.lit(True))
     )
-    reg_v = F.when(is_reg, F.lit(True)).when(et == "md_unregister_broker", F.lit(False))
+    reg_v = F.when(is_reg, F.lit(True)).when(event_type == "md_unregister_broker", F.lit(False))
     # Per replay segment: a RegisterBrokerRecord states everything, a hole forgets everything.
     w = Window.partitionBy(*key, "_seg").orderBy("_pos").rowsBetween(Window.unboundedPreceding, Window.currentRow)
-    wl = Window.partitionBy(*key).orderBy("_seg", "_pos")  # = by _pos (segments ascend): w's sort serves
+    # = by _pos (segments ascend): the segment windows' sort serves
+    by_position = Window.partitionBy(*key).orderBy("_seg", "_pos")
     after_snap = F.col("_pos") > F.col("_snap.pos")
 
     def stated(value: Column, snap_field: str) -> Column:
@@ -114,7 +115,9 @@ def broker_registrations(events: DataFrame, config: object = None) -> DataFrame:
     out = recs.select(
         "cluster_id",
         "broker_id",
-        stated(F.when(et != "md_unregister_broker", F.col("broker_epoch")), "broker_epoch").alias("broker_epoch"),
+        stated(F.when(event_type != "md_unregister_broker", F.col("broker_epoch")), "broker_epoch").alias(
+            "broker_epoch"
+        ),
         F.last(F.when(is_reg, F.col("metadata_offset")), ignorenulls=True).over(w).alias("registered_at_offset"),
         F.last(F.when(is_reg, F.col("event_time")), ignorenulls=True).over(w).alias("registered_at_time"),
         stated(F.when(is_reg, F.col("event_id")), "event_id").alias("registration_event_id"),
@@ -123,10 +126,10 @@ def broker_registrations(events: DataFrame, config: object = None) -> DataFrame:
         F.coalesce(stated(ics_v, "in_controlled_shutdown"), F.lit(False)).alias("in_controlled_shutdown"),
         "metadata_offset",
         "commit_offset",
-        F.least(F.lead("commit_offset").over(wl), F.col("_hole")).alias("next_commit_offset"),
+        F.least(F.lead("commit_offset").over(by_position), F.col("_hole")).alias("next_commit_offset"),
         "event_time",
         "event_id",
-        F.coalesce(F.col("record_type"), et).alias("record_type"),
+        F.coalesce(F.col("record_type"), event_type).alias("record_type"),
         F.lit("kraft").alias("source"),
     )
     return out.select(*REGISTRATION_COLUMNS)

@@ -85,14 +85,16 @@ def snapshot_records(events: DataFrame, types: tuple[str, ...]) -> DataFrame:
     (``_snap_pos``); the bootstrap snapshot precedes the whole log (-1). Copies of one snapshot on
     several hosts collapse to one (same end offset, same record position inside the snapshot).
     """
-    d = F.col("details")
-    pos = F.when(d["snapshot"] == "bootstrap", F.lit(-1).cast("long")).otherwise(
-        d["snapshot_end_offset"].cast("long") - 1
+    details = F.col("details")
+    pos = F.when(details["snapshot"] == "bootstrap", F.lit(-1).cast("long")).otherwise(
+        details["snapshot_end_offset"].cast("long") - 1
     )
     snap = (
-        events.where(F.col("event_type").isin(*types) & F.col("metadata_offset").isNull() & d["snapshot"].isNotNull())
+        events.where(
+            F.col("event_type").isin(*types) & F.col("metadata_offset").isNull() & details["snapshot"].isNotNull()
+        )
         .withColumn("_snap_pos", pos)
-        .withColumn("_snap_rec", d["snapshot_offset"].cast("long"))
+        .withColumn("_snap_rec", details["snapshot_offset"].cast("long"))
         .where(F.col("_snap_pos").isNotNull())
     )
     pick = Window.partitionBy("cluster_id", "_snap_pos", "_snap_rec").orderBy(

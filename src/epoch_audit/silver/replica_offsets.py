@@ -99,7 +99,7 @@ def replica_offsets(events: DataFrame, config: object = None) -> DataFrame:
     ``series_seq`` numbers a broker's rows of one series in that series' order; ``tid`` is the
     topic id in force (own, else the host's last logged one), for the topic-id restart rule.
     """
-    et = F.col("event_type")
+    event_type = F.col("event_type")
     own_broker = F.coalesce(F.col("broker_id"), F.col("host_id"))
     base = events.filter(F.col("topic").isNotNull() & F.col("partition").isNotNull())
 
@@ -124,7 +124,7 @@ def replica_offsets(events: DataFrame, config: object = None) -> DataFrame:
             "sub_index",
         )
 
-    leader_lines = base.filter(et == "become_leader")
+    leader_lines = base.filter(event_type == "become_leader")
     line_rows = pick(
         leader_lines.filter(F.col("offset").isNotNull()),
         "epoch_start_line",
@@ -145,13 +145,13 @@ def replica_offsets(events: DataFrame, config: object = None) -> DataFrame:
     line_rows = line_rows.withColumn("series_seq", F.row_number().over(w_line)).drop("ots")
 
     host = F.coalesce(F.col("host_id"), F.col("broker_id"))
-    lsc = base.filter(et == "checkpoint_leader_epoch").filter(
+    epoch_checkpoints = base.filter(event_type == "checkpoint_leader_epoch").filter(
         F.col("offset").isNotNull() & F.col("leader_epoch").isNotNull()
     )
-    ckpt_rows = pick(lsc, "epoch_start_checkpoint", host, F.col("leader_epoch"), F.col("offset"))
+    ckpt_rows = pick(epoch_checkpoints, "epoch_start_checkpoint", host, F.col("leader_epoch"), F.col("offset"))
     ckpt_rows = ckpt_rows.unionByName(
         pick(
-            base.filter(et == "checkpoint_replication_offset"),
+            base.filter(event_type == "checkpoint_replication_offset"),
             "hw_checkpoint",
             host,
             F.lit(None),
@@ -162,9 +162,9 @@ def replica_offsets(events: DataFrame, config: object = None) -> DataFrame:
     ckpt_rows = ckpt_rows.withColumn("series_seq", F.row_number().over(w_copy))
 
     log_start = pick(
-        base.filter(et.isin("checkpoint_log_start_offset", "log_start_offset_incremented")),
+        base.filter(event_type.isin("checkpoint_log_start_offset", "log_start_offset_incremented")),
         "log_start",
-        F.when(et == "checkpoint_log_start_offset", host).otherwise(own_broker),
+        F.when(event_type == "checkpoint_log_start_offset", host).otherwise(own_broker),
         F.lit(None),
         F.coalesce(F.col("log_start_offset"), F.col("offset")),
     ).filter(F.col("value").isNotNull())
@@ -210,16 +210,17 @@ def replica_offsets(events: DataFrame, config: object = None) -> DataFrame:
     rows = _topic_id_asof(rows, events)
 
     # Latest leader-epoch-checkpoint copy per broker/partition, and its earliest entry.
-    cp = F.col("series") == "epoch_start_checkpoint"
+    is_epoch_checkpoint = F.col("series") == "epoch_start_checkpoint"
     latest_key = F.struct(
         F.coalesce(F.col("event_time").isNull().cast("int"), F.lit(0)).alias("a"),
         "event_time",
         "file_order",
         "source_file",
     )
-    w_p = Window.partitionBy("cluster_id", "broker_id", "topic", "partition", "series")
-    rows = rows.withColumn("_ck", F.when(cp, latest_key))
-    rows = rows.withColumn("is_latest_copy", cp & F.col("_ck").eqNullSafe(F.max("_ck").over(w_p)))
+    per_series = Window.partitionBy("cluster_id", "broker_id", "topic", "partition", "series")
+    rows = rows.withColumn("_ck", F.when(is_epoch_checkpoint, latest_key))
+    is_latest = is_epoch_checkpoint & F.col("_ck").eqNullSafe(F.max("_ck").over(per_series))
+    rows = rows.withColumn("is_latest_copy", is_latest)
     w_copy_file = Window.partitionBy("cluster_id", "broker_id", "topic", "partition", "series", "source_file")
     rows = rows.withColumn(
         "is_earliest_entry",
