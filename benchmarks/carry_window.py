@@ -14,9 +14,10 @@ from pyspark.sql import functions as F
 
 from epoch_audit.config import load_config
 from epoch_audit.lake.storage import open_storage
+from epoch_audit.lake.tables import GOLD_STATE_TABLE
 from epoch_audit.spark import get_spark
 from epoch_audit.stages.carry import CARRY_TABLE
-from epoch_audit.stages.pipeline import GOLD_STATE_TABLE, run_checks
+from epoch_audit.stages.check import run_checks
 
 lake, lag = sys.argv[1], int(sys.argv[2])
 cfg = load_config(None, "local")

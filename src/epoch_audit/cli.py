@@ -129,7 +129,8 @@ def _run_pipeline(args: argparse.Namespace, stages: list[str]) -> tuple[int, dic
     from epoch_audit.config import load_config
     from epoch_audit.lake.storage import crash_point, open_storage
     from epoch_audit.spark import get_spark
-    from epoch_audit.stages.pipeline import record_run, run_checks, run_timelines
+    from epoch_audit.stages.pipeline import INGEST, STAGES
+    from epoch_audit.stages.state import record_run
 
     started_at = dt.datetime.now(dt.UTC).replace(tzinfo=None)
     window = input_window(getattr(args, "since", None), getattr(args, "date", None))
@@ -148,7 +149,7 @@ def _run_pipeline(args: argparse.Namespace, stages: list[str]) -> tuple[int, dic
     exit_code = EXIT_OK
     for stage in stages:
         started = time.monotonic()
-        if stage == "ingest":
+        if stage == INGEST:
             from epoch_audit.stages.ingest import ingest
 
             result = ingest(spark, storage, args.input, config, run_id, window=window)
@@ -158,12 +159,12 @@ def _run_pipeline(args: argparse.Namespace, stages: list[str]) -> tuple[int, dic
                 result.files_seen, result.files_read, result.lines_read, result.parsed,
                 result.irrelevant, result.malformed,
             )
-        elif stage == "timelines":
-            res = run_timelines(spark, storage, config, run_id)
+        elif stage in STAGES:
+            res = STAGES[stage].run(spark, storage, config, run_id, ingested=INGEST in stages)
             detail = {"status": res.status, **res.detail}
-        elif stage == "check":
-            res, _ = run_checks(spark, storage, config, run_id)
-            detail = {"status": res.status, **res.detail}
+        else:
+            detail = {"status": "skipped", "reason": f"stage {stage} is not in this build yet"}
+        if stage == "check":
             errors = sum(v["count"] for v in res.detail.get("violations", []) if v["severity"] == "error")
             if errors:
                 exit_code = EXIT_FOUND
@@ -172,20 +173,8 @@ def _run_pipeline(args: argparse.Namespace, stages: list[str]) -> tuple[int, dic
             for r in res.detail.get("rejected_isr_joins", []):
                 log.info("ISR join rejected by the controller (system working) in %s, %s: %d",
                          r["cluster_id"], r["reason"], r["count"])
-        elif stage == "validate":
-            from epoch_audit.stages.validate import run_validation
-
-            res = run_validation(spark, storage, config, run_id, this_run_only="ingest" in stages)
-            detail = {"status": res.status, **res.detail}
-            if res.detail.get("critical_failures"):
-                exit_code = EXIT_FOUND
-        elif stage == "report":
-            from epoch_audit.report.html import run_report
-
-            res = run_report(spark, storage, config, run_id)
-            detail = {"status": res.status, **res.detail}
-        else:
-            detail = {"status": "skipped", "reason": f"stage {stage} is not in this build yet"}
+        elif stage == "validate" and res.detail.get("critical_failures"):
+            exit_code = EXIT_FOUND
         if detail["status"] == "skipped":
             log.warning("stage %s skipped: %s", stage, detail.get("reason"))
         detail["seconds"] = round(time.monotonic() - started, 3)
@@ -198,21 +187,12 @@ def _run_pipeline(args: argparse.Namespace, stages: list[str]) -> tuple[int, dic
     return exit_code, summary
 
 
-STAGES = {
-    "run": ["ingest", "timelines", "check", "validate", "report"],
-    "ingest": ["ingest"],
-    "timelines": ["timelines"],
-    "check": ["check"],
-    "validate": ["validate"],
-    "report": ["report"],
-}
-
-
 def main(argv: list[str] | None = None) -> int:
     from epoch_audit.bronze.discover import InputError
     from epoch_audit.config import ConfigError
     from epoch_audit.lake.lock import LakeBusyError, lake_lock
     from epoch_audit.lake.storage import StorageError
+    from epoch_audit.stages.pipeline import COMMAND_STAGES
 
     debug = "--debug" in (argv if argv is not None else sys.argv[1:])
     try:
@@ -221,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command in args.dev_commands:
             return args.dev_commands[args.command](args)
         with lake_lock(args.lake, f"epoch-audit {args.command}"):
-            code, summary = _run_pipeline(args, STAGES[args.command])
+            code, summary = _run_pipeline(args, COMMAND_STAGES[args.command])
         if args.json:
             print(json.dumps(summary, sort_keys=True, default=str))
         return code

@@ -22,8 +22,8 @@ from epoch_audit.contracts.events import TRAFFIC_TYPES
 from epoch_audit.gold.base import CHECK_COLUMNS, CheckContext
 from epoch_audit.gold.carry import anchor_fingerprints, carried_events, windowed
 from epoch_audit.gold.invariants import INVARIANTS
-from epoch_audit.silver.timelines import SILVER_BUILDERS as TIMELINE_BUILDERS
 from tests.builders.controller_events import BASE, History, to_df
+from tests.builders.silver import BROKER_VIEW_TABLES, TIMELINE_TABLES
 from tests.differential.test_whole_model import _histories
 from tests.helpers import release_spark_memory
 
@@ -71,10 +71,10 @@ def straddling_history(seed: int) -> History:
 
 
 def _ctx(events: DataFrame) -> CheckContext:
-    from epoch_audit.silver.broker_views import SILVER_BUILDERS as VIEW_BUILDERS
+
 
     ctx = CheckContext(events=events)
-    builders = {**TIMELINE_BUILDERS, **VIEW_BUILDERS}
+    builders = {**TIMELINE_TABLES, **BROKER_VIEW_TABLES}
     ctx.silver = {name: fn(events, ctx.config).localCheckpoint() for name, fn in builders.items()}
     return ctx
 

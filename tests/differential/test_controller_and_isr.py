@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 from epoch_audit.gold.base import CheckContext
 from epoch_audit.gold.invariants.isr_membership import fenced_replica_in_isr, stale_broker_epoch_isr_join
 from epoch_audit.gold.invariants.stop_replica import stale_controller_epoch_accepted, stale_stop_replica_accepted
-from epoch_audit.silver.timelines import SILVER_BUILDERS
 from tests.builders.controller_events import History, to_df
+from tests.builders.silver import TIMELINE_TABLES as SILVER_BUILDERS
 from tests.helpers import release_spark_memory
 
 SEEDS = st.lists(st.integers(0, 2**31), min_size=10, max_size=10, unique=True)

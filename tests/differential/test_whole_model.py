@@ -20,8 +20,9 @@ from hypothesis import given
 
 from epoch_audit.gold.base import CheckConfig, CheckContext
 from epoch_audit.gold.invariants import INVARIANTS
-from epoch_audit.silver.timelines import SILVER_BUILDERS, TIMELINE_COLUMNS
+from epoch_audit.silver.partition_timeline import TIMELINE_COLUMNS
 from tests.builders.controller_events import History, to_df
+from tests.builders.silver import TIMELINE_TABLES as SILVER_BUILDERS
 from tests.differential.test_controller_and_isr import SEEDS, SETTINGS, kraft_history, zk_history
 from tests.differential.test_snapshot_replay import cut_hole, cut_with_snapshot
 from tests.helpers import release_spark_memory

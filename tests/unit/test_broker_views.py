@@ -5,7 +5,9 @@ from __future__ import annotations
 import pytest
 from epoch_audit_tools.reference_model import broker_views as model
 
-from epoch_audit.silver.broker_views import broker_leader_epochs, produce_runs, replica_offsets
+from epoch_audit.silver.broker_leader_epochs import broker_leader_epochs
+from epoch_audit.silver.produce_runs import produce_runs
+from epoch_audit.silver.replica_offsets import replica_offsets
 from tests.builders.epoch_events import H, to_frames
 
 

@@ -16,8 +16,8 @@ from epoch_audit.gold.invariants.isr_membership import (
     rejected_isr_joins,
     stale_broker_epoch_isr_join,
 )
-from epoch_audit.silver.timelines import SILVER_BUILDERS
 from tests.builders.controller_events import History, to_df
+from tests.builders.silver import TIMELINE_TABLES as SILVER_BUILDERS
 
 SCENARIOS: dict[str, History] = {}
 

@@ -12,8 +12,8 @@ from epoch_audit_tools.reference_model.model import key_of
 
 from epoch_audit.gold.base import CHECK_COLUMNS, CheckContext
 from epoch_audit.gold.invariants.stop_replica import stale_controller_epoch_accepted, stale_stop_replica_accepted
-from epoch_audit.silver.timelines import SILVER_BUILDERS
 from tests.builders.controller_events import History, to_df
+from tests.builders.silver import TIMELINE_TABLES as SILVER_BUILDERS
 
 B = 2  # the broker under test
 

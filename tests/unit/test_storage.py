@@ -10,7 +10,8 @@ from deltalake import DeltaTable
 from pyspark.sql import functions as F
 
 from epoch_audit.contracts.events import EVENT_DATE_COLUMN, event_date
-from epoch_audit.lake.storage import DeltaRsStorage, StorageError, open_storage, partition_columns_for, select_engine
+from epoch_audit.lake.storage import DeltaRsStorage, StorageError, open_storage, select_engine
+from epoch_audit.lake.tables import partition_columns_for
 
 
 @pytest.fixture
@@ -161,7 +162,8 @@ def _one_event(spark, event_type: str):
 
 
 def test_bronze_layout_adds_the_day_unless_the_lake_predates_it(spark, store):
-    from epoch_audit.stages.ingest import EVENTS_TABLE, bronze_layout
+    from epoch_audit.lake.tables import EVENTS_TABLE
+    from epoch_audit.stages.ingest import bronze_layout
 
     events = _one_event(spark, "request_fetch")
     laid = bronze_layout(store, events)  # a new lake: day and class partitions, own time
@@ -217,7 +219,7 @@ def _all_added_paths(store, table) -> set[str]:
 def read_path(request, monkeypatch):
     """Both ways a partitioned table is read: partition values from the Hive directories the
     writer uses, or joined on the file (every table written before that layout)."""
-    import epoch_audit.lake.storage as storage_module
+    import epoch_audit.lake.delta_rs as storage_module
 
     monkeypatch.setattr(storage_module, "HIVE_LAYOUT_READS", request.param == "hive-layout")
     return request.param
@@ -263,7 +265,7 @@ def test_writes_land_in_the_tables_hive_directories_and_reads_prune_them(spark, 
 def test_a_table_with_files_of_both_layouts_reads_exactly(spark, store, monkeypatch):
     """A lake written before the Hive layout keeps its per-write files: they go through the join,
     files written since through the paths; the read is the union of the two, exact."""
-    import epoch_audit.lake.storage as storage_module
+    import epoch_audit.lake.delta_rs as storage_module
 
     monkeypatch.setattr(storage_module, "HIVE_LAYOUT_WRITES", False)
     old_rows = _tricky_events(spark, store)
@@ -280,7 +282,7 @@ def test_a_table_with_files_of_both_layouts_reads_exactly(spark, store, monkeypa
 def test_read_fast_path_matches_what_spark_names_the_files(spark, store):
     """The scan's _metadata.file_path (and input_file_name()) of every row is among the forms
     _spark_file_uris predicts."""
-    from epoch_audit.lake.storage import _norm_uri, _spark_file_uris
+    from epoch_audit.lake.delta_rs import _norm_uri, _spark_file_uris
 
     _tricky_events(spark, store)
     dt = DeltaTable(store.path("bronze/events"))
@@ -302,7 +304,7 @@ def test_read_of_a_partitioned_table_keeps_filter_pushdown(spark, store, read_pa
 
 
 def test_read_falls_back_to_normalised_paths_and_never_drops_a_row(spark, store, monkeypatch):
-    import epoch_audit.lake.storage as storage_module
+    import epoch_audit.lake.delta_rs as storage_module
 
     monkeypatch.setattr(storage_module, "HIVE_LAYOUT_READS", False)
     rows = _tricky_events(spark, store)
@@ -387,7 +389,8 @@ def test_columns_come_from_the_log_without_reading(spark, store, monkeypatch):
 
 
 def test_bronze_layout_reads_only_the_schema(spark, store, monkeypatch):
-    from epoch_audit.stages.ingest import EVENTS_TABLE, bronze_layout
+    from epoch_audit.lake.tables import EVENTS_TABLE
+    from epoch_audit.stages.ingest import bronze_layout
 
     events = _one_event(spark, "become_leader")
     store.append(EVENTS_TABLE, bronze_layout(store, events))
@@ -401,7 +404,8 @@ def test_bronze_layout_reads_only_the_schema(spark, store, monkeypatch):
 
 def test_merge_partition_condition_bounds_the_target_to_the_sources_partitions(spark):
     """DeltaSparkStorage.upsert's extra MERGE condition (an IN list per partition column, nulls kept)."""
-    from epoch_audit.lake.storage import _partition_condition, _prunable_partition_columns
+    from epoch_audit.lake.delta_rs import _prunable_partition_columns
+    from epoch_audit.lake.engine_base import partition_condition as _partition_condition
 
     target = spark.createDataFrame(
         [(1, "c1", dt_date(2024, 1, 1)), (2, "c1", None), (3, "c2", dt_date(2024, 1, 1)), (4, None, None),

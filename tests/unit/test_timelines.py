@@ -10,8 +10,16 @@ import pytest
 from epoch_audit_tools.reference_model.timeline import partition_timeline as model_timeline
 
 from epoch_audit.gold.base import CheckConfig
-from epoch_audit.silver.timelines import SILVER_BUILDERS
+from epoch_audit.silver.broker_controller_views import broker_controller_views
+from epoch_audit.silver.broker_registrations import broker_registrations
+from epoch_audit.silver.partition_timeline import partition_timeline
 from tests.builders.controller_events import History, to_df
+
+SILVER_BUILDERS = {
+    "partition_timeline": partition_timeline,
+    "broker_registrations": broker_registrations,
+    "broker_controller_views": broker_controller_views,
+}
 
 
 def _kraft_replay() -> History:

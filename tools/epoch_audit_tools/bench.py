@@ -295,8 +295,9 @@ def _count(df: Any) -> int:
 def run_ours(spark: Any, storage: Any, corpus: Path, config: Any, stages: list[str],
              sampler: MemorySampler) -> dict[str, Any]:
     """Run ingest / timelines / checks into the fresh lake behind ``storage``, each timed."""
+    from epoch_audit.stages.check import run_checks
     from epoch_audit.stages.ingest import ingest
-    from epoch_audit.stages.pipeline import run_checks, run_timelines
+    from epoch_audit.stages.timelines import run_timelines
 
     out: dict[str, Any] = {}
     run_id = "bench-" + time.strftime("%Y%m%dT%H%M%S", time.gmtime())
@@ -327,9 +328,10 @@ def time_core_checks(spark: Any, storage: Any, config: Any) -> dict[str, float]:
     from epoch_audit.gold.invariants.isr_membership import stale_broker_epoch_isr_join
     from epoch_audit.gold.invariants.leadership import check_write_accepted_by_fenced_leader
     from epoch_audit.gold.invariants.stop_replica import stale_stop_replica_accepted
-    from epoch_audit.stages.pipeline import check_config, silver_builders
+    from epoch_audit.silver.tables import SILVER_TABLES
+    from epoch_audit.stages.base import check_config
 
-    silver = {n: storage.read(f"silver/{n}") for n in silver_builders() if storage.exists(f"silver/{n}")}
+    silver = {n: storage.read(f"silver/{n}") for n in SILVER_TABLES if storage.exists(f"silver/{n}")}
     ctx = CheckContext(events=storage.read("bronze/events"), silver=silver, config=check_config(config))
     seconds: dict[str, float] = {}
     for name, fn in (

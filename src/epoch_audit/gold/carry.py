@@ -93,8 +93,8 @@ def anchor_fingerprints(ctx: CheckContext, horizons: DataFrame) -> DataFrame:
     validity, which a later row moves), the epochs brokers held, and KRaft fence records. Rows
     without a time count as before."""
     from epoch_audit.gold.invariants.leadership import fence_markers
-    from epoch_audit.silver.broker_views import SILVER_BUILDERS as VIEWS
-    from epoch_audit.silver.timelines import SILVER_BUILDERS as TIMELINES
+    from epoch_audit.silver.tables import SILVER_TABLES as TIMELINES
+    from epoch_audit.silver.tables import SILVER_TABLES as VIEWS
 
     def silver(ctx: CheckContext, name: str) -> DataFrame:  # the run's table, else built from the events
         if name not in ctx.silver:

@@ -29,13 +29,13 @@ from pyspark.sql import functions as F
 
 from epoch_audit.config import AppConfig
 from epoch_audit.lake.storage import LakeStorage
-from epoch_audit.stages.pipeline import EVENTS_TABLE, VIOLATIONS_TABLE, StageResult
+from epoch_audit.lake.tables import DAILY_COUNTS_TABLE, EVENTS_TABLE, VIOLATIONS_TABLE
+from epoch_audit.lake.tables import PARTITION_TIMELINE_TABLE as TIMELINE_TABLE
+from epoch_audit.lake.tables import VALIDATION_RESULTS_TABLE as RESULTS_TABLE
+from epoch_audit.stages.base import StageResult
 
 log = logging.getLogger(__name__)
 
-DAILY_COUNTS_TABLE = "gold/daily_invariant_counts"
-TIMELINE_TABLE = "silver/partition_timeline"
-RESULTS_TABLE = "gold/validation_results"
 PARTITION_KEY = ["cluster_id", "topic", "partition"]
 RAW_CHARS = 4000
 

@@ -16,7 +16,7 @@ from pyspark.sql import SparkSession
 
 from epoch_audit.config import AppConfig
 from epoch_audit.lake.storage import LakeStorage
-from epoch_audit.stages.pipeline import StageResult
+from epoch_audit.stages.base import StageResult
 from epoch_audit.validate.base import ValidationSettings
 from epoch_audit.validate.runner import RESULTS_TABLE, results_dataframe, run_suites
 

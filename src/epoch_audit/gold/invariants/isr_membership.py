@@ -14,7 +14,9 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from epoch_audit.gold.base import CHECK_COLUMNS, CheckContext
-from epoch_audit.silver.timelines import broker_registrations, is_no_error, partition_timeline
+from epoch_audit.silver.broker_registrations import broker_registrations
+from epoch_audit.silver.event_fields import is_no_error
+from epoch_audit.silver.partition_timeline import partition_timeline
 
 INF = 2**63 - 1
 

@@ -22,7 +22,8 @@ from pyspark.sql.types import (
 )
 
 from epoch_audit.gold.base import CHECK_COLUMNS, CHECK_SCHEMA, CheckContext, Invariant
-from epoch_audit.silver.broker_views import SILVER_BUILDERS, is_ok, rp_term
+from epoch_audit.silver.event_fields import is_ok, rp_term
+from epoch_audit.silver.tables import SILVER_TABLES as SILVER_BUILDERS
 
 # C1's partition_timeline column contract (used when the table is absent: no timeline, no report).
 TIMELINE_SCHEMA = StructType(

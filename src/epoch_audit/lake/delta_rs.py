@@ -1,0 +1,483 @@
+"""The delta-rs engine, the embedded default. Spark executors write Parquet files straight into
+the table directory; the driver only reads their footers and commits them as Delta add/remove
+actions with ``deltalake``. Nothing is collected to the driver; files of a failed write are never
+committed, so they stay invisible.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import string
+import time
+import unicodedata
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import (
+    BooleanType,
+    ByteType,
+    DataType,
+    DateType,
+    IntegerType,
+    LongType,
+    ShortType,
+    StringType,
+    StructField,
+    StructType,
+)
+
+from epoch_audit.lake.engine_base import (
+    StorageError,
+    crash_point,
+    dedupe_by_keys,
+    replaced_trivially,
+    source_partitions,
+)
+from epoch_audit.lake.tables import partition_columns_for
+
+
+@dataclass
+class DeltaRsStorage:
+    """Delta through delta-rs: Spark writes Parquet, deltalake commits the files."""
+
+    spark: SparkSession
+    lake: str
+    engine: str = "delta-rs"
+
+    def path(self, table: str) -> str:
+        return str(Path(self.lake) / table)
+
+    def exists(self, table: str) -> bool:
+        return (Path(self.path(table)) / "_delta_log").is_dir()
+
+    def _table(self, table: str, version: int | None = None):
+        from deltalake import DeltaTable
+
+        if not self.exists(table):
+            raise StorageError(f"table {table} does not exist in lake {self.lake}")
+        return DeltaTable(self.path(table), version=version)
+
+    def spark_schema(self, table: str, version: int | None = None) -> StructType:
+        from pyspark.sql.pandas.types import from_arrow_schema
+
+        arrow_schema = pa.schema(self._table(table, version).schema().to_arrow())
+        return from_arrow_schema(arrow_schema)
+
+    def partition_columns(self, table: str) -> list[str]:
+        return list(self._table(table).metadata().partition_columns) if self.exists(table) else []
+
+    def columns(self, table: str) -> list[str]:
+        """The table's columns, in order, from the Delta log's schema (no Spark read)."""
+        return self.spark_schema(table).fieldNames()
+
+    def _read_files(
+        self, table: str, dt, files: list[tuple[str, dict]], keep_file: bool = False
+    ) -> DataFrame:
+        """A DataFrame over ``files`` ((uri, partition values)) of ``dt``, in the table's column order;
+        plus ``_file``, the file each row was read from, when ``keep_file``.
+
+        One Parquet scan per file layout (at most two), whatever the number of partitions (a plan
+        of one union branch per partition grew with the history). Partition values live in the
+        Delta log, not in the files. Files in the table's own Hive directories (``<table>/k=v/...``, where the
+        writer puts them) get them from their paths: Spark's partition discovery under one base
+        path, no per-row work. A table with files elsewhere (written before that: one directory per
+        write) gets them by a broadcast join of each row's file to a small (file, partition values)
+        table, the values cast to the table's types. The file is the scan's
+        ``_metadata.file_path`` column, not ``input_file_name()``: that expression is
+        nondeterministic, and a filter above it is never pushed into the scan (every check's
+        ``event_type`` filter then read and joined every row of bronze).
+        """
+        schema = self.spark_schema(table, dt.version())
+        part_cols = list(dt.metadata().partition_columns)
+        out_cols = schema.fieldNames() + (["_file"] if keep_file else [])
+        if not files:
+            empty = self.spark.createDataFrame([], schema)
+            return empty.withColumn("_file", F.lit(None).cast("string")) if keep_file else empty
+        table_dir = os.path.abspath(self.path(table))
+        hive = [f for f in files if _in_hive_layout(_norm_uri(f[0]), table_dir, part_cols)] if (
+            part_cols and HIVE_LAYOUT_READS) else []
+        if hive:
+            # Files under <table>/k=v/...: Spark reads the partition values from the paths.
+            scan = self.spark.read.schema(schema).option("basePath", table_dir).parquet(*[u for u, _ in hive])
+            if keep_file:
+                scan = scan.withColumn("_file", F.col("_metadata.file_path"))
+            native = scan.select(*out_cols)
+            older = [f for f in files if f not in hive]
+            if not older:
+                return native
+            # A table written before that layout: its older files go through the join (one union).
+            return native.unionByName(self._joined_read(table, schema, part_cols, older, keep_file))
+        return self._joined_read(table, schema, part_cols, files, keep_file)
+
+    def _joined_read(
+        self, table: str, schema: StructType, part_cols: list[str], files: list[tuple[str, dict]], keep_file: bool
+    ) -> DataFrame:
+        """``files`` read in one scan, their partition values joined on each row's file (see _read_files)."""
+        out_cols = schema.fieldNames() + (["_file"] if keep_file else [])
+        data_schema = StructType([f for f in schema.fields if f.name not in part_cols])
+        scan = self.spark.read.schema(data_schema).parquet(*[u for u, _ in files])
+        if not part_cols and not keep_file:
+            return scan
+        scan = scan.withColumn("_file", F.col("_metadata.file_path"))
+        if not part_cols:
+            return scan.select(*out_cols)
+
+        def by_file(rows: list[tuple], name: str) -> DataFrame:
+            """(key, hit, partition values cast to the table's types) for a broadcast join."""
+            strings = StructType(
+                [StructField(f"{name}_key", StringType(), False), StructField(f"{name}_hit", BooleanType(), False)]
+                + [StructField(f"{name}{i}", StringType(), True) for i in range(len(part_cols))]
+            )
+            return F.broadcast(self.spark.createDataFrame(rows, strings).select(
+                f"{name}_key", f"{name}_hit",
+                *[F.col(f"{name}{i}").cast(schema[c].dataType).alias(f"{name}{i}") for i, c in enumerate(part_cols)],
+            ))
+
+        # Fast path: the row's file path as Spark gives it, against the forms Spark gives a local
+        # file (no per-row string work). Exact fallback for a row it misses: its normalised path
+        # (computed only for such rows) against each file's normalised path. A row of a file that
+        # neither matches fails the query: never a silently dropped row or a null partition value.
+        raw, norm = "__epoch_audit_raw", "__epoch_audit_norm"
+        raw_rows, norm_rows = [], []
+        for uri, values in files:
+            parts = [values.get(c) for c in part_cols]
+            path = _norm_uri(uri)
+            raw_rows += [(form, True, *parts) for form in _spark_file_uris(path)]
+            norm_rows.append((path, True, *parts))
+        by_raw, by_norm = by_file(raw_rows, raw), by_file(norm_rows, norm)
+        joined = scan.join(by_raw, scan["_file"] == by_raw[f"{raw}_key"], "left")
+        missed = F.col(f"{raw}_hit").isNull()
+        joined = joined.join(by_norm, F.when(missed, _norm_uri_col(F.col("_file"))) == by_norm[f"{norm}_key"], "left")
+        unknown = F.raise_error(F.concat(F.lit(f"{table}: no Delta log entry for the file "), F.col("_file")))
+
+        def part_col(i: int, c: str) -> Column:
+            return (
+                F.when(F.col(f"{raw}_hit"), F.col(f"{raw}{i}"))
+                .when(F.col(f"{norm}_hit"), F.col(f"{norm}{i}"))
+                .otherwise(unknown)
+                .alias(c)
+            )
+
+        return joined.select(*[part_col(part_cols.index(c), c) if c in part_cols else F.col(c) for c in out_cols])
+
+    def _files(self, dt) -> list[tuple[str, str, dict]]:
+        """(uri, relative path, partition values) of every live file of ``dt``.
+
+        The relative path is the file's name under the table directory, as an AddAction or
+        RemoveAction takes it: the log's path is URL-encoded (``cluster_id=a%20b``) and delta-rs
+        encodes the path of an action it commits, so an encoded path would name another file.
+        """
+        from urllib.parse import unquote
+
+        part_cols = list(dt.metadata().partition_columns)
+        actions = pa.table(dt.get_add_actions(flatten=True))
+        paths = [unquote(str(p)) for p in actions.column("path").to_pylist()]
+        values = [
+            {c: _partition_string(actions.column(f"partition.{c}")[i].as_py()) for c in part_cols}
+            for i in range(len(paths))
+        ] if part_cols else [{} for _ in paths]
+        return list(zip(dt.file_uris(), paths, values, strict=True))
+
+    def read(self, table: str, version: int | None = None) -> DataFrame:
+        dt = self._table(table, version)
+        return self._read_files(table, dt, [(u, v) for u, _, v in self._files(dt)])
+
+    def read_where(self, table: str, column: str, values: list[str]) -> DataFrame:
+        """Rows whose ``column`` is in ``values``; only those partitions' files when partitioned by it."""
+        dt = self._table(table)
+        wanted = {str(v) for v in values}
+        files = self._files(dt)
+        if column in dt.metadata().partition_columns:
+            files = [f for f in files if str(f[2].get(column)) in wanted]
+        return self._read_files(table, dt, [(u, v) for u, _, v in files]).where(F.col(column).isin(list(values)))
+
+    def read_partitions(
+        self, table: str, keep: Callable[[dict[str, str | None]], bool], rows: Column
+    ) -> DataFrame:
+        """Rows satisfying ``rows``, read only from the files whose partition values (strings, None
+        for null, as the Delta log holds them) ``keep`` accepts. ``rows`` must imply ``keep``:
+        it is what the other engine applies."""
+        dt = self._table(table)
+        files = [(u, v) for u, _, v in self._files(dt) if keep(v)]
+        return self._read_files(table, dt, files).where(rows)
+
+    # -- writing -------------------------------------------------------------------------------
+    def _write_files(self, table: str, df: DataFrame, part_cols: list[str]) -> tuple[list, pa.Schema]:
+        """Executors write Parquet into the table dir; return add actions and the Arrow schema."""
+        from urllib.parse import unquote
+
+        from deltalake.transaction import AddAction
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        table_dir = Path(self.path(table))
+        write_dir = f"part-{time.strftime('%Y%m%d%H%M%S')}-{uuid.uuid4().hex[:12]}"
+        target = table_dir / write_dir
+        # Delta (and delta-rs) read microsecond timestamps; Spark's default INT96 would need the
+        # timestampNanos reader feature. Set per session: spark-submit sessions keep their defaults.
+        self.spark.conf.set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
+        # One Spark write; Spark creates an empty schema-carrying file for an empty DataFrame.
+        writer = df.write.mode("error").option("compression", "snappy")
+        if part_cols:
+            writer = writer.partitionBy(*part_cols)
+        writer.parquet(str(target))
+        adds = []
+        file_schema: pa.Schema | None = None
+        for written in sorted(p for p in target.rglob("*") if p.is_file()):
+            if not written.name.endswith(".parquet"):
+                written.unlink()  # _SUCCESS and .crc side files are not table data
+                continue
+            segments = written.relative_to(target).parts[:-1]
+            values: dict[str, str | None] = {}
+            for segment in segments:
+                key, _, raw = segment.partition("=")
+                values[key] = None if raw == "__HIVE_DEFAULT_PARTITION__" else unquote(raw)
+            full = written
+            if part_cols and HIVE_LAYOUT_WRITES:
+                # Into the table's own Hive directories (<table>/k=v/.../<write>-<file>): every file
+                # of the table then sits under one base path, and a read lets Spark take the
+                # partition values from the directories (pruning, no join). Uncommitted until the
+                # commit below, so a crash leaves only files no Delta log names.
+                full = table_dir.joinpath(*segments) / f"{write_dir}-{written.name}"
+                full.parent.mkdir(parents=True, exist_ok=True)
+                written.rename(full)
+            rel = full.relative_to(table_dir).as_posix()
+            meta = pq.read_metadata(full)
+            if file_schema is None or file_schema.names == []:
+                file_schema = meta.schema.to_arrow_schema()
+            stat = full.stat()
+            adds.append(
+                AddAction(
+                    path=rel,
+                    size=stat.st_size,
+                    partition_values=values,
+                    modification_time=int(stat.st_mtime * 1000),
+                    data_change=True,
+                    stats=json.dumps({"numRecords": meta.num_rows}),
+                )
+            )
+        if part_cols:
+            if HIVE_LAYOUT_WRITES:
+                import shutil
+
+                shutil.rmtree(target, ignore_errors=True)  # the emptied write directory
+            # Partition columns are not in the files: the table schema is the DataFrame's.
+            # An empty partitioned write leaves no file at all: nothing to add then.
+            schema = to_arrow_schema(df.schema)
+            return adds, _nullable(schema)
+        if file_schema is None:
+            raise StorageError(f"Spark wrote no Parquet file for {table}")
+        return adds, _nullable(file_schema)
+
+    def _commit(self, table: str, actions: list, schema: pa.Schema, mode: str, part_cols: list[str]) -> None:
+        from deltalake import DeltaTable
+        from deltalake.transaction import create_table_with_add_actions
+
+        crash_point(f"commit:{table}")
+        if not self.exists(table):
+            from deltalake import Schema
+
+            create_table_with_add_actions(
+                self.path(table), Schema.from_arrow(schema), [a for a in actions if hasattr(a, "stats")],
+                mode="error", partition_by=part_cols or None,
+            )
+        else:
+            DeltaTable(self.path(table)).create_write_transaction(
+                actions, mode, schema, partition_by=part_cols or None
+            )
+        crash_point(f"committed:{table}")
+
+    def _part_cols(self, table: str, df: DataFrame) -> list[str]:
+        return self.partition_columns(table) if self.exists(table) else partition_columns_for(table, df.columns)
+
+    def append(self, table: str, df: DataFrame) -> None:
+        cols = self._part_cols(table, df)
+        adds, schema = self._write_files(table, df, cols)
+        self._commit(table, adds, schema, "append", cols)
+
+    def overwrite(self, table: str, df: DataFrame) -> None:
+        # Materialise the new files before the commit replaces the old ones: ``df`` may read the
+        # table it overwrites.
+        cols = self._part_cols(table, df)
+        adds, schema = self._write_files(table, df, cols)
+        self._commit(table, adds, schema, "overwrite", cols)
+
+    def _rewrite(self, table: str, affected: list[tuple[str, str, dict]], kept: DataFrame, new: DataFrame) -> None:
+        """One commit: remove the ``affected`` files, add ``kept`` + ``new`` rows."""
+        from deltalake.transaction import RemoveAction
+
+        cols = self.partition_columns(table)
+        columns = [c for c in kept.columns if c != "_file"]
+        rewritten = kept.select(*columns).unionByName(new.select(*columns), allowMissingColumns=False)
+        adds, schema = self._write_files(table, rewritten, cols)
+        now = int(time.time() * 1000)
+        removes = [
+            RemoveAction(path=rel, data_change=True, deletion_timestamp=now, partition_values=values or None)
+            for _, rel, values in affected
+        ]
+        self._commit(table, removes + adds, schema, "append", cols)
+
+    def upsert(self, table: str, df: DataFrame, keys: list[str]) -> None:
+        """Exact upsert: rewrite only the files holding a key of ``df``, in one commit.
+
+        Partition pruning: on a partitioned table, only the files of the partitions ``df`` writes
+        to (the distinct partition values of its rows) are searched for its keys, not the whole
+        history. This assumes that a key can only live in the partition its source row maps to:
+        the partition values of a row are a function of its key. In this lake they are: an event's
+        ``cluster_id`` and ``event_date`` derive from the event itself (its file and its time), as
+        does its ``event_id``; a violation's ``cluster_id`` is part of what its id hashes. (When the
+        keys include the partition columns it holds by construction.) A key stored under other
+        partition values than its new row's would not be replaced but duplicated.
+        Pruning uses the partition columns whose type has one string form in the Delta log and in
+        Python (strings, integers, booleans, dates) and the same type in ``df``; none: no pruning.
+        """
+        source = dedupe_by_keys(df, keys)
+        if not self.exists(table):
+            self.append(table, source)
+            return
+        dt = self._table(table)
+        files = self._files(dt)
+        prune = _prunable_partition_columns(self.spark_schema(table, dt.version()), source.schema,
+                                            list(dt.metadata().partition_columns))
+        if prune and files:
+            wanted = {
+                tuple(_partition_string(v) for v in values) for values in source_partitions(source, prune)
+            }
+            files = [f for f in files if tuple(f[2].get(c) for c in prune) in wanted]
+        if not files:
+            self.append(table, source)
+            return
+        current = self._read_files(table, dt, [(u, v) for u, _, v in files], keep_file=True)
+        source_keys = source.select(*keys).distinct()
+        # eqNullSafe so that null key parts match, as in MERGE with <=>.
+        cond = [current[k].eqNullSafe(source_keys[k]) for k in keys]
+        affected_df = current.join(source_keys, cond, "left_semi").select("_file").distinct()
+        raw = sorted(_raw_uris(affected_df))  # file names only: small
+        if not raw:
+            self.append(table, source)
+            return
+        hit = {_norm_uri(u) for u in raw}
+        affected = [f for f in files if _norm_uri(f[0]) in hit]
+        kept = (
+            current.where(F.col("_file").isin(raw))
+            .join(source_keys, [current[k].eqNullSafe(source_keys[k]) for k in keys], "left_anti")
+        )
+        self._rewrite(table, affected, kept, source)
+
+    def replace_where(self, table: str, df: DataFrame, column: str, values: list[str]) -> None:
+        """Replace every row whose ``column`` is in ``values`` by ``df`` (one atomic commit)."""
+        if replaced_trivially(self, table, df, values):
+            return
+        dt = self._table(table)
+        files = self._files(dt)
+        wanted = {str(v) for v in values}
+        current = self._read_files(table, dt, [(u, v) for u, _, v in files], keep_file=True)
+        if column in dt.metadata().partition_columns:
+            affected = [f for f in files if str(f[2].get(column)) in wanted]
+            kept = current.limit(0)
+        else:
+            hits = current.where(F.col(column).isin(list(values))).select("_file").distinct()
+            raw = sorted(_raw_uris(hits))
+            hit = {_norm_uri(u) for u in raw}
+            affected = [f for f in files if _norm_uri(f[0]) in hit]
+            kept = current.where(F.col("_file").isin(raw) & ~F.col(column).isin(list(values)))
+        self._rewrite(table, affected, kept, df)
+
+    def history(self, table: str) -> list[dict]:
+        return self._table(table).history()
+
+
+def _partition_string(value: object) -> str | None:
+    """A partition value as the Delta log serialises it (dates ISO, null stays null)."""
+    if value is None:
+        return None
+    return value.isoformat() if hasattr(value, "isoformat") else str(value)
+
+
+def _raw_uris(files_df: DataFrame) -> list[str]:
+    return [r["_file"] for r in files_df.collect()]
+
+
+_URI_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+:")
+# Partitioned tables: files are moved into the table's Hive directories, and files found there are
+# read with their partition values from the paths. Tests turn these off to make and read the
+# per-write layout of tables written before (read with the join).
+HIVE_LAYOUT_WRITES = True
+HIVE_LAYOUT_READS = True
+
+
+def _in_hive_layout(path: str, table_dir: str, part_cols: list[str]) -> bool:
+    """Whether ``path`` is ``<table_dir>/<c1>=.../<c2>=.../<file>`` for the partition columns in order
+    (files written since the writer moves them there; older tables keep a per-write directory)."""
+    parts = Path(os.path.relpath(path, table_dir)).parts
+    return len(parts) == len(part_cols) + 1 and all(
+        part.startswith(f"{c}=") for part, c in zip(parts, part_cols, strict=False)
+    )
+
+
+def _norm_uri(uri: str) -> str:
+    """The local path a file URI or path names. A URI (``file:/a%20b`` in a scan's
+    ``_metadata.file_path``, ``file:///a%20b`` from ``input_file_name()``) is percent-decoded; a
+    plain path (what delta-rs ``file_uris()`` returns) is taken as it is — a partition directory
+    such as ``cluster_id=x%3Dy`` holds a literal ``%``. Relative paths are made absolute, as Spark
+    qualifies them. See ``_norm_uri_col`` for the same in Spark."""
+    from urllib.parse import unquote, urlparse
+
+    if _URI_SCHEME.match(uri):
+        return os.path.normpath(unquote(urlparse(uri).path))
+    return os.path.abspath(uri)
+
+
+def _norm_uri_col(uri: Column) -> Column:
+    """``_norm_uri`` of a Spark file URI (``_metadata.file_path``, ``input_file_name()``) as a
+    Column: drop the scheme and the authority, percent-decode. ``url_decode`` would read a '+' as
+    a space: a URI path's '+' is literal, so it is escaped first. Hadoop paths are already
+    normalised."""
+    path = F.regexp_replace(uri, r"^[A-Za-z][A-Za-z0-9+.-]+:(//[^/]*)?", "")
+    return F.url_decode(F.regexp_replace(path, r"\+", "%2B"))
+
+
+# The ASCII characters java.net.URI leaves as they are in a path (Hadoop ``Path.toUri()``); it
+# escapes the others, and of the non-ASCII ones the space separators and the C1 controls.
+_URI_PATH_CHARS = frozenset(string.ascii_letters + string.digits + "-_.!~*'();:@&=+$,/")
+
+
+def _spark_file_uris(path: str) -> list[str]:
+    """What Spark names the local file ``path`` (absolute, normalised) by: its
+    ``Path.toUri().toString()``, under a ``file:`` (``_metadata.file_path``) or a ``file://``
+    (``input_file_name()``, Spark 3.4+) prefix. A fast path
+    only: a form this misses is matched through ``_norm_uri_col``."""
+    out = []
+    for ch in path:
+        if ord(ch) < 0x80:
+            out.append(ch if ch in _URI_PATH_CHARS else f"%{ord(ch):02X}")
+        elif ord(ch) <= 0x9F or unicodedata.category(ch) in ("Zs", "Zl", "Zp"):
+            out.append("".join(f"%{b:02X}" for b in ch.encode("utf-8", "surrogatepass")))
+        else:
+            out.append(ch)
+    quoted = "".join(out)
+    return [f"file://{quoted}", f"file:{quoted}"]
+
+
+_PRUNABLE_TYPES = (StringType, DateType, BooleanType, ByteType, ShortType, IntegerType, LongType)
+
+
+def _prunable_partition_columns(table: StructType, source: StructType, part_cols: list[str]) -> list[str]:
+    """The partition columns an upsert of ``source`` can prune the table's files by (see upsert)."""
+    def same(a: DataType, b: DataType) -> bool:
+        return isinstance(a, _PRUNABLE_TYPES) and type(a) is type(b)
+
+    names = set(source.fieldNames())
+    return [c for c in part_cols if c in names and same(table[c].dataType, source[c].dataType)]
+
+
+def _nullable(schema: pa.Schema) -> pa.Schema:
+    """Delta table schemas are kept all-nullable so later writes never clash on nullability."""
+    return pa.schema([f.with_nullable(True) for f in schema]).remove_metadata()

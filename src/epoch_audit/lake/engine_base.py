@@ -1,0 +1,96 @@
+"""What the two Delta engines build on: the storage protocol, the error worth one line to the
+user, the crash hook of the write paths, and the write helpers both engines share.
+
+Callers import these from :mod:`epoch_audit.lake.storage`; they live here so that the engines
+(:mod:`~epoch_audit.lake.delta_rs`, :mod:`~epoch_audit.lake.delta_spark`) and ``open_storage``,
+which picks one, import in one direction.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+from collections.abc import Callable
+from typing import Protocol
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+
+class StorageError(RuntimeError):
+    """A storage problem worth one clear line to the user."""
+
+
+CRASH_ENV = "EPOCH_AUDIT_CRASH_AT"
+
+
+def crash_point(name: str) -> None:
+    """Test hook: SIGKILL this process at the named point when ``EPOCH_AUDIT_CRASH_AT`` names it.
+
+    Points: ``commit:<table>`` (data files written, Delta commit not yet made), ``committed:<table>``
+    (just after the commit) and ``stage:<name>`` (after a pipeline stage). Unset in production: a
+    no-op. Used by tests/test_nightly.py to prove that a run killed anywhere can simply be re-run.
+    """
+    if os.environ.get(CRASH_ENV) == name:
+        logging.shutdown()
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+class LakeStorage(Protocol):
+    """What the jobs need from a table store."""
+
+    engine: str
+    lake: str
+
+    def exists(self, table: str) -> bool: ...
+    def read(self, table: str, version: int | None = None) -> DataFrame: ...
+    def columns(self, table: str) -> list[str]: ...
+    def append(self, table: str, df: DataFrame) -> None: ...
+    def overwrite(self, table: str, df: DataFrame) -> None: ...
+    def upsert(self, table: str, df: DataFrame, keys: list[str]) -> None: ...
+    def replace_where(self, table: str, df: DataFrame, column: str, values: list[str]) -> None: ...
+    def read_where(self, table: str, column: str, values: list[str]) -> DataFrame: ...
+    def read_partitions(
+        self, table: str, keep: Callable[[dict[str, str | None]], bool], rows: Column
+    ) -> DataFrame: ...
+    def history(self, table: str) -> list[dict]: ...
+    def path(self, table: str) -> str: ...
+
+
+def dedupe_by_keys(df: DataFrame, keys: list[str]) -> DataFrame:
+    """One row per key. A narrow check (keys only) comes first: ``dropDuplicates`` shuffles every
+    column, and bronze events carry their raw text while their ids are unique by construction."""
+    if df.groupBy(*keys).count().where(F.col("count") > 1).limit(1).count() == 0:
+        return df
+    return df.dropDuplicates(keys)
+
+
+def replaced_trivially(storage: LakeStorage, table: str, df: DataFrame, values: list[str]) -> bool:
+    """The replace_where cases both engines share: nothing to replace, or no table yet (append)."""
+    if not values:
+        return True
+    if not storage.exists(table):
+        storage.append(table, df)
+        return True
+    return False
+
+
+def source_partitions(source: DataFrame, columns: list[str]) -> list[tuple]:
+    """The distinct value tuples of ``columns`` in ``source`` (one row per partition it writes: small)."""
+    return [tuple(r) for r in source.select(*columns).distinct().collect()]
+
+
+def partition_condition(columns: list[str], tuples: list[tuple], alias: str) -> Column:
+    """``alias.<c> IN (values of c)`` for each column (null matched too when among them), ANDed.
+
+    A superset of the exact tuples, in the simple shape Delta uses to skip files."""
+    cond = F.lit(True)
+    for i, column in enumerate(columns):
+        target = F.col(f"{alias}.`{column}`")
+        values = sorted({t[i] for t in tuples if t[i] is not None})
+        term = target.isin(values) if values else F.lit(False)
+        if any(t[i] is None for t in tuples):
+            term = term | target.isNull()
+        cond = cond & term
+    return cond

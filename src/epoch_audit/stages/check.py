@@ -1,0 +1,161 @@
+"""The check stage, thin: silver + bronze -> gold violations, for the clusters whose bronze grew."""
+
+from __future__ import annotations
+
+import logging
+import time
+from functools import reduce
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from epoch_audit.config import AppConfig
+from epoch_audit.gold.base import CHECK_COLUMNS, CHECK_SCHEMA, CheckContext
+from epoch_audit.lake.staging import remove_staging, staging_dir
+from epoch_audit.lake.storage import LakeStorage
+from epoch_audit.lake.tables import (
+    EVENTS_TABLE,
+    GOLD_STATE_TABLE,
+    SILVER_STATE_TABLE,
+    VIOLATIONS_TABLE,
+    silver_table,
+)
+from epoch_audit.silver.tables import SILVER_TABLES
+from epoch_audit.stages.base import StageResult, check_config
+from epoch_audit.stages.carry import (
+    iso_of,
+    read_check_events,
+    supports_carry,
+    valid_horizons,
+    write_carries,
+)
+from epoch_audit.stages.state import completed_runs, mark_built, stale_clusters
+
+log = logging.getLogger(__name__)
+
+
+def violation_ids(violations: DataFrame) -> DataFrame:
+    """Deterministic violation id: the key of the violation and its sorted evidence."""
+    key = F.concat_ws(
+        "|",
+        *[F.coalesce(F.col(c).cast("string"), F.lit("")) for c in
+          ("invariant", "cluster_id", "topic", "partition", "broker_id", "leader_epoch", "expected_epoch")],
+        F.array_join(F.array_sort(F.col("evidence")), ","),
+    )
+    return violations.withColumn("violation_id", F.sha2(key, 256))
+
+
+VIOLATION_KEY = ("invariant", "cluster_id", "topic", "partition", "broker_id", "leader_epoch", "expected_epoch")
+
+
+def first_reports(found: DataFrame, known: DataFrame, completed: list[str]) -> DataFrame:
+    """(violation_id, _first_run): the completed run that first reported each found violation.
+
+    The same violation is the same id, or — when later logs add evidence to it (a late file, the
+    next night's lines), which changes its id — a known row with the same invariant, partition,
+    broker and epochs that shares an evidence event with it: it keeps the run that reported it.
+    """
+    f, k = found.alias("f"), known.alias("k")
+    cond = [F.col(f"f.{c}").eqNullSafe(F.col(f"k.{c}")) for c in VIOLATION_KEY]
+    same = (F.col("f.violation_id") == F.col("k.violation_id")) | F.coalesce(
+        F.arrays_overlap(F.col("f.evidence"), F.col("k.evidence")), F.lit(False)
+    )
+    return (
+        f.join(k, [*cond, same], "inner")
+        .where(F.col("k.run_id").isin(completed))
+        .groupBy(F.col("f.violation_id").alias("violation_id"))
+        .agg(F.min("k.run_id").alias("_first_run"))
+    )
+
+
+def run_checks(
+    spark: SparkSession, storage: LakeStorage, config: AppConfig, run_id: str
+) -> tuple[StageResult, DataFrame | None]:
+    """silver + bronze → gold violations, for the clusters whose bronze grew; report what is new.
+
+    Gold holds, per cluster, every violation the cluster's history proves. A cluster is re-checked
+    over its whole history when its bronze grew; its gold rows are replaced in one commit, and a
+    violation already there keeps its ``run_id`` (the run that first proved it) as long as that run
+    completed (has a ``gold/run_summary`` row). A violation is reported (counted, exit code 3) only
+    by the run that first proves it, or by the first complete run after a killed one that wrote it.
+    ISR joins the controller refused (INELIGIBLE_REPLICA) are counted per cluster and reason in
+    ``rejected_isr_joins`` (the system working, never violations).
+    """
+    from epoch_audit.gold.invariants import INVARIANTS
+    from epoch_audit.gold.invariants.isr_membership import rejected_isr_joins
+
+    if not storage.exists(EVENTS_TABLE):
+        return StageResult("check", "skipped", {"reason": "no bronze events yet"}), None
+    if not INVARIANTS:
+        return StageResult("check", "skipped", {"reason": "no invariants registered in this build"}), None
+    dirty, fps = stale_clusters(storage, GOLD_STATE_TABLE)
+    rejected: list[dict[str, Any]] = []
+    carried: dict[str, Any] = {}
+    silver_stale = set(stale_clusters(storage, SILVER_STATE_TABLE)[0]) & set(dirty)
+    if silver_stale:
+        log.warning("silver is older than bronze for %s: run the timelines stage first", sorted(silver_stale))
+    completed = sorted(completed_runs(storage))
+    if dirty:
+        silver = {
+            name: storage.read_where(silver_table(name), "cluster_id", dirty)
+            for name in SILVER_TABLES if storage.exists(silver_table(name))
+        }
+        # Traffic: from each cluster's carried horizon on, plus the carried events (epoch_audit.stages.carry).
+        horizons = (
+            valid_horizons(spark, storage, dirty, silver, check_config(config))
+            if config.incremental.carry_traffic else {}
+        )
+        events = read_check_events(storage, dirty, horizons)
+        ctx = CheckContext(events=events, silver=silver, config=check_config(config))
+        found = [inv.check(ctx).select(*CHECK_COLUMNS) for inv in INVARIANTS]
+        empty = spark.createDataFrame([], CHECK_SCHEMA)
+        violations = violation_ids(reduce(DataFrame.unionByName, found, empty)).dropDuplicates(["violation_id"])
+        violations = violations.where(F.col("cluster_id").isin(dirty))
+        # Staged once: the checks' plan is large, and the found rows are read twice below.
+        staged = f"{staging_dir(storage.lake, run_id)}/violations"
+        violations.write.mode("overwrite").parquet(staged)
+        violations = spark.read.parquet(staged)
+        if storage.exists(VIOLATIONS_TABLE):
+            violations = violations.join(
+                first_reports(violations, storage.read_where(VIOLATIONS_TABLE, "cluster_id", dirty), completed),
+                "violation_id",
+                "left",
+            ).withColumn("run_id", F.coalesce(F.col("_first_run"), F.lit(run_id)))
+        else:
+            violations = violations.withColumn("run_id", F.lit(run_id))
+        violations = violations.select("run_id", "violation_id", *CHECK_COLUMNS)
+        rejected = [r.asDict() for r in rejected_isr_joins(events).orderBy("cluster_id", "reason").collect()]
+        storage.replace_where(VIOLATIONS_TABLE, violations, "cluster_id", dirty)
+        mark_built(spark, storage, GOLD_STATE_TABLE, dirty, fps, run_id)
+        remove_staging(staging_dir(storage.lake, run_id))
+        carried = {"read_from": {c: iso_of(h) for c, h in sorted(horizons.items())}}
+        if config.incremental.carry_traffic and supports_carry(storage):
+            started = time.perf_counter()
+            carried["next"] = write_carries(
+                spark, storage, ctx, INVARIANTS, dirty, horizons, config.incremental.traffic_lag_minutes
+            )
+            carried["seconds"] = round(time.perf_counter() - started, 3)
+    if not storage.exists(VIOLATIONS_TABLE):
+        detail = {
+            "clusters": dirty, "violations": [], "known": 0, "rejected_isr_joins": rejected,
+            "carried_traffic": carried,
+        }
+        return StageResult("check", "ran", detail), None
+    gold = storage.read(VIOLATIONS_TABLE)
+    # Written by a run that was killed before it completed: never reported, so this run reports them.
+    orphans = gold.where(~F.col("run_id").isin(completed) & (F.col("run_id") != run_id))
+    if orphans.limit(1).count():
+        storage.upsert(VIOLATIONS_TABLE, orphans.withColumn("run_id", F.lit(run_id)), ["violation_id"])
+        gold = storage.read(VIOLATIONS_TABLE)
+    new = gold.where(F.col("run_id") == run_id)
+    counts = [
+        r.asDict()
+        for r in new.groupBy("invariant", "severity", "confidence").count().orderBy("invariant").collect()
+    ]
+    known = gold.count()
+    detail = {
+        "clusters": dirty, "violations": counts, "known": known, "rejected_isr_joins": rejected,
+        "carried_traffic": carried,
+    }
+    return StageResult("check", "ran", detail), new

@@ -1,0 +1,52 @@
+"""The timelines stage, thin: bronze events -> the silver tables (epoch_audit.silver.tables)."""
+
+from __future__ import annotations
+
+import logging
+
+from pyspark.sql import SparkSession
+
+from epoch_audit.config import AppConfig
+from epoch_audit.lake.storage import LakeStorage
+from epoch_audit.lake.tables import EVENTS_TABLE, SILVER_STATE_TABLE, silver_table
+from epoch_audit.silver.tables import SILVER_TABLES
+from epoch_audit.stages.base import StageResult, check_config
+from epoch_audit.stages.carry import read_state_events
+from epoch_audit.stages.state import mark_built, stale_clusters
+
+log = logging.getLogger(__name__)
+
+
+def run_timelines(spark: SparkSession, storage: LakeStorage, config: AppConfig, run_id: str = "") -> StageResult:
+    """bronze events → silver tables, rebuilt only for the clusters whose bronze grew.
+
+    A cluster's silver rows are rebuilt from that cluster's whole history of state events (bronze
+    partitions of ``event_class`` state; request-log traffic is never read here) and replace its old
+    rows in one commit per table; other clusters' files are not touched.
+    """
+    if not storage.exists(EVENTS_TABLE):
+        return StageResult("timelines", "skipped", {"reason": "no bronze events yet"})
+    builders = SILVER_TABLES
+    dirty, fps = stale_clusters(storage, SILVER_STATE_TABLE)
+    if not dirty:
+        return StageResult("timelines", "ran", {"tables": sorted(builders), "clusters": []})
+    cfg = check_config(config)
+    # Silver never reads request-log traffic: state events only (a fraction of a busy cluster's).
+    events = read_state_events(storage, dirty)
+    built = {name: build(events, cfg) for name, build in sorted(builders.items())}
+    changed = [
+        name for name, df in built.items()
+        if storage.exists(silver_table(name)) and set(storage.read(silver_table(name)).columns) != set(df.columns)
+    ]
+    if changed:  # a new build changed a silver schema: rebuild every cluster of every table
+        log.warning("silver schema changed (%s): rebuilding every cluster", ", ".join(changed))
+        dirty = sorted(fps)
+        events = read_state_events(storage, dirty)
+        for name, build in sorted(builders.items()):
+            storage.overwrite(silver_table(name), build(events, cfg))
+    else:
+        for name, df in built.items():
+            storage.replace_where(silver_table(name), df, "cluster_id", dirty)
+            log.info("silver/%s rebuilt for %d cluster(s)", name, len(dirty))
+    mark_built(spark, storage, SILVER_STATE_TABLE, dirty, fps, run_id)
+    return StageResult("timelines", "ran", {"tables": sorted(builders), "clusters": dirty})
