@@ -9,13 +9,17 @@ one timeline DataFrame (one Spark job for many histories).
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
 from epoch_audit.contracts.events import EVENT_COLUMNS, EVENT_SCHEMA
-from epoch_audit.gold.base import CHECK_COLUMNS, CheckConfig, CheckContext
-from epoch_audit.gold.invariants.leadership import TIMELINE_SCHEMA
+from epoch_audit.contracts.silver import TIMELINE_SCHEMA
+from epoch_audit.contracts.violations import CHECK_COLUMNS
+from epoch_audit.gold.context import CheckConfig, CheckContext, check_context
+from epoch_audit.gold.registry import SPECS, violations_of
 
 T0 = dt.datetime(2024, 3, 5, 9, 0, 0)
 
@@ -140,22 +144,24 @@ def _kind(event_type: str) -> str:
     return "state-change"
 
 
+def registered(invariant_id: str) -> Callable[[CheckContext], DataFrame]:
+    """The registry's check of ``invariant_id``, its severity applied (as the check stage runs it)."""
+    return partial(violations_of, SPECS[invariant_id])
+
+
 def to_frames(spark: SparkSession, histories: list[H]) -> tuple[DataFrame, DataFrame]:
     ev = [r for h in histories for r in h.events]
     tl = [r for h in histories for r in h.timeline]
     events = spark.createDataFrame([tuple(r[c] for c in EVENT_COLUMNS) for r in ev], EVENT_SCHEMA)
-    timeline = spark.createDataFrame([tuple(r[f.name] for f in TIMELINE_SCHEMA.fields) for r in tl], TIMELINE_SCHEMA)
+    # decisions carry no next_commit_offset (only the KRaft ISR checks read it): null
+    timeline = spark.createDataFrame([tuple(r.get(f.name) for f in TIMELINE_SCHEMA.fields) for r in tl], TIMELINE_SCHEMA)
     return events, timeline
 
 
 def run_check(spark: SparkSession, histories: list[H], check: Any, skew_ms: int = 1000) -> list[dict]:
     """Run a Spark check over the histories; rows as dicts (sorted for stable comparisons)."""
     events, timeline = to_frames(spark, histories)
-    ctx = CheckContext(
-        events=events,
-        silver={"partition_timeline": timeline},
-        config=CheckConfig(max_clock_skew_ms=skew_ms),
-    )
+    ctx = check_context(events, {"partition_timeline": timeline}, CheckConfig(max_clock_skew_ms=skew_ms))
     rows = [r.asDict() for r in check(ctx).collect()]
     for r in rows:
         assert list(r) == CHECK_COLUMNS
@@ -175,10 +181,8 @@ def comparable(rows: list[dict]) -> list[tuple]:
 def run_all(spark: SparkSession, histories: list[H], checks: list[Any], skew_ms: int = 1000) -> dict[str, list[dict]]:
     """Run several Spark checks over many histories at once; rows grouped by cluster_id."""
     events, timeline = to_frames(spark, histories)
-    ctx = CheckContext(
-        events=events.cache(),
-        silver={"partition_timeline": timeline.cache()},
-        config=CheckConfig(max_clock_skew_ms=skew_ms),
+    ctx = check_context(
+        events.cache(), {"partition_timeline": timeline.cache()}, CheckConfig(max_clock_skew_ms=skew_ms)
     )
     df = checks[0](ctx)
     for c in checks[1:]:

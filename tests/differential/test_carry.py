@@ -19,9 +19,10 @@ from pyspark.sql import functions as F
 
 from epoch_audit.bronze.own_time import with_file_own_time
 from epoch_audit.contracts.events import TRAFFIC_TYPES
-from epoch_audit.gold.base import CHECK_COLUMNS, CheckContext
+from epoch_audit.contracts.violations import CHECK_COLUMNS
 from epoch_audit.gold.carry import anchor_fingerprints, carried_events, windowed
-from epoch_audit.gold.invariants import INVARIANTS
+from epoch_audit.gold.context import CheckConfig, CheckContext, check_context
+from epoch_audit.gold.registry import REGISTRY, found_violations
 from tests.builders.controller_events import BASE, History, to_df
 from tests.builders.silver import BROKER_VIEW_TABLES, TIMELINE_TABLES
 from tests.differential.test_whole_model import _histories
@@ -72,18 +73,13 @@ def straddling_history(seed: int) -> History:
 
 def _ctx(events: DataFrame) -> CheckContext:
 
-
-    ctx = CheckContext(events=events)
+    config = CheckConfig()
     builders = {**TIMELINE_TABLES, **BROKER_VIEW_TABLES}
-    ctx.silver = {name: fn(events, ctx.config).localCheckpoint() for name, fn in builders.items()}
-    return ctx
+    return check_context(events, {name: fn(events, config).localCheckpoint() for name, fn in builders.items()})
 
 
 def _answers(ctx: CheckContext) -> list[tuple]:
-    out = INVARIANTS[0].check(ctx)
-    for inv in INVARIANTS[1:]:
-        out = out.unionByName(inv.check(ctx))
-    rows = out.select(*CHECK_COLUMNS).collect()
+    rows = found_violations(ctx).select(*CHECK_COLUMNS).collect()
     return sorted((tuple(tuple(v) if isinstance(v, list) else v for v in r) for r in rows), key=str)
 
 
@@ -120,7 +116,7 @@ def test_windowed_checks_answer_as_the_whole_history(spark, whole):
 
     night1 = _delivered(events, T1).localCheckpoint()
     ctx1 = _ctx(night1)
-    carry1 = carried_events(ctx1, INVARIANTS, _horizons(spark, events, H1)).localCheckpoint()
+    carry1 = carried_events(ctx1, REGISTRY, _horizons(spark, events, H1)).localCheckpoint()
 
     upto2 = _delivered(events, T2).localCheckpoint()
     whole2 = _ctx(upto2)  # silver as the pipeline builds it: from every state event delivered
@@ -128,7 +124,7 @@ def test_windowed_checks_answer_as_the_whole_history(spark, whole):
     ctx2 = CheckContext(events=night2, silver=dict(whole2.silver))
     assert _answers(ctx2) == _answers(whole2)
 
-    carry2 = carried_events(ctx2, INVARIANTS, _horizons(spark, events, H2)).localCheckpoint()
+    carry2 = carried_events(ctx2, REGISTRY, _horizons(spark, events, H2)).localCheckpoint()
     night3 = windowed(events, _horizons(spark, events, H2)).unionByName(carry2)
     assert _answers(CheckContext(events=night3, silver=dict(full_ctx.silver))) == want
 
@@ -150,7 +146,7 @@ def test_anchor_fingerprint_sees_a_changed_past_only(spark, whole):
     later = events.where(
         F.col("event_time").isNull() | (F.col("event_time") < F.lit(BASE + timedelta(seconds=H2)))
     ).localCheckpoint()
-    cut = {r["cluster_id"]: r["fingerprint"] for r in anchor_fingerprints(CheckContext(later), hz).collect()}
+    cut = {r["cluster_id"]: r["fingerprint"] for r in anchor_fingerprints(check_context(later), hz).collect()}
     assert cut == base
     # a held epoch before the horizon changed (a late state-change line): that cluster's changes
     victim = (
@@ -164,7 +160,7 @@ def test_anchor_fingerprint_sees_a_changed_past_only(spark, whole):
         "leader_epoch",
         F.when(F.col("event_id") == victim["event_id"], F.col("leader_epoch") + 100).otherwise(F.col("leader_epoch")),
     )
-    now = {r["cluster_id"]: r["fingerprint"] for r in anchor_fingerprints(CheckContext(changed), hz).collect()}
+    now = {r["cluster_id"]: r["fingerprint"] for r in anchor_fingerprints(check_context(changed), hz).collect()}
     assert {c for c in base if now[c] != base[c]} == {victim["cluster_id"]}
 
 

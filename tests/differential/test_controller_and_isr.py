@@ -15,9 +15,8 @@ from epoch_audit_tools.reference_model.model import key_of
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from epoch_audit.gold.base import CheckContext
-from epoch_audit.gold.invariants.isr_membership import fenced_replica_in_isr, stale_broker_epoch_isr_join
-from epoch_audit.gold.invariants.stop_replica import stale_controller_epoch_accepted, stale_stop_replica_accepted
+from epoch_audit.gold.context import CheckConfig, check_context
+from epoch_audit.gold.registry import SPECS, violations_of
 from tests.builders.controller_events import History, to_df
 from tests.builders.silver import TIMELINE_TABLES as SILVER_BUILDERS
 from tests.helpers import release_spark_memory
@@ -120,13 +119,13 @@ def kraft_history(seed: int) -> History:
 def _compare(spark, histories, spark_checks, model_check):
     rows = [r for h in histories for r in h.rows]
     events = to_df(spark, rows)
-    ctx = CheckContext(events=events)
+    config = CheckConfig()
     # materialised, as the pipeline reads silver from its tables: lazily built silver subtrees
     # repeated inside every check made plans of tens of thousands of nodes
-    ctx.silver = {name: fn(events, ctx.config).localCheckpoint() for name, fn in SILVER_BUILDERS.items()}
-    out = spark_checks[0](ctx)
-    for c in spark_checks[1:]:
-        out = out.unionByName(c(ctx))
+    ctx = check_context(events, {name: fn(events, config).localCheckpoint() for name, fn in SILVER_BUILDERS.items()})
+    out = violations_of(SPECS[spark_checks[0]], ctx)
+    for invariant in spark_checks[1:]:
+        out = out.unionByName(violations_of(SPECS[invariant], ctx))
     got = sorted((key_of(r.asDict()), tuple(r["evidence"])) for r in out.collect())
     release_spark_memory(spark)  # each example's frames, caches and broadcasts go with it
     want = sorted((key_of(v), tuple(v["evidence"])) for v in model_check(rows, ctx.config))
@@ -137,23 +136,23 @@ def _compare(spark, histories, spark_checks, model_check):
 @SETTINGS
 @given(SEEDS)
 def test_stop_replica_checks_match_model(spark, seeds):
-    _compare(spark, [zk_history(s) for s in seeds], [stale_stop_replica_accepted, stale_controller_epoch_accepted],
+    _compare(spark, [zk_history(s) for s in seeds], ["stale_stop_replica_accepted", "stale_controller_epoch_accepted"],
              stop_replica.check)
 
 
 @SETTINGS
 @given(SEEDS)
 def test_isr_checks_match_model(spark, seeds):
-    _compare(spark, [kraft_history(s) for s in seeds], [fenced_replica_in_isr, stale_broker_epoch_isr_join],
+    _compare(spark, [kraft_history(s) for s in seeds], ["fenced_replica_in_isr", "last_replica_fenced_in_isr", "stale_broker_epoch_isr_join"],
              isr_membership.check)
 
 
 def test_generators_produce_violations_of_every_kind(spark):
     """Guard: the random histories must exercise every invariant, or the comparison proves little."""
     seeds = list(range(30))
-    got = _compare(spark, [zk_history(s) for s in seeds], [stale_stop_replica_accepted,
-                                                            stale_controller_epoch_accepted], stop_replica.check)
-    got += _compare(spark, [kraft_history(s) for s in seeds], [fenced_replica_in_isr, stale_broker_epoch_isr_join],
+    got = _compare(spark, [zk_history(s) for s in seeds], ["stale_stop_replica_accepted",
+                                                            "stale_controller_epoch_accepted"], stop_replica.check)
+    got += _compare(spark, [kraft_history(s) for s in seeds], ["fenced_replica_in_isr", "last_replica_fenced_in_isr", "stale_broker_epoch_isr_join"],
                     isr_membership.check)
     kinds = {k[0] for k, _ in got}
     assert kinds >= {"stale_stop_replica_accepted", "stale_controller_epoch_accepted", "fenced_replica_in_isr",

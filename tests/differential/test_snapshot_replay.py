@@ -26,7 +26,7 @@ from epoch_audit_tools.reference_model.timeline import partition_timeline as mod
 
 from epoch_audit.bronze.parsers import finish_events
 from epoch_audit.bronze.parsers.metadata_dump import parse_metadata_dump
-from epoch_audit.gold.base import CheckConfig
+from epoch_audit.gold.context import CheckConfig
 from epoch_audit.silver.broker_registrations import broker_registrations
 from epoch_audit.silver.partition_timeline import partition_timeline
 from tests.builders.controller_events import History

@@ -18,8 +18,8 @@ from epoch_audit_tools.reference_model.model import key_of
 from epoch_audit_tools.reference_model.timeline import partition_timeline
 from hypothesis import given
 
-from epoch_audit.gold.base import CheckConfig, CheckContext
-from epoch_audit.gold.invariants import INVARIANTS
+from epoch_audit.gold.context import CheckConfig, check_context
+from epoch_audit.gold.registry import found_violations
 from epoch_audit.silver.partition_timeline import TIMELINE_COLUMNS
 from tests.builders.controller_events import History, to_df
 from tests.builders.silver import TIMELINE_TABLES as SILVER_BUILDERS
@@ -109,10 +109,10 @@ def _histories(seeds: list[int]) -> list[History]:
 
 def _ctx(spark, rows):
     events = to_df(spark, rows).cache()
-    ctx = CheckContext(events=events)
+    config = CheckConfig()
     # materialised, as the pipeline reads silver from its tables: lazily built silver subtrees
     # repeated inside every check made plans of tens of thousands of nodes
-    ctx.silver = {name: fn(events, ctx.config).localCheckpoint() for name, fn in SILVER_BUILDERS.items()}
+    ctx = check_context(events, {name: fn(events, config).localCheckpoint() for name, fn in SILVER_BUILDERS.items()})
     return ctx
 
 
@@ -128,9 +128,7 @@ def _compare_timeline(ctx, rows) -> list[tuple]:
 
 
 def _compare_all(ctx, rows) -> list[tuple]:
-    out = INVARIANTS[0].check(ctx)
-    for inv in INVARIANTS[1:]:
-        out = out.unionByName(inv.check(ctx))
+    out = found_violations(ctx)
     got = sorted(((key_of(r.asDict()), tuple(r["evidence"])) for r in out.collect()), key=str)
     want = sorted(((key_of(v), tuple(v["evidence"])) for v in check_history(rows, ctx.config)), key=str)
     assert got == want

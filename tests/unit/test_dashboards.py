@@ -20,7 +20,7 @@ import duckdb
 import pytest
 from deltalake import DeltaTable
 
-from epoch_audit.gold.base import CHECK_COLUMNS, CHECK_SCHEMA
+from epoch_audit.contracts.violations import CHECK_COLUMNS, CHECK_SCHEMA
 from epoch_audit.lake.storage import DeltaRsStorage
 from epoch_audit.report.html import daily_invariant_counts
 from epoch_audit.stages.ingest import ACCOUNTING_SCHEMA

@@ -24,7 +24,7 @@ from pyspark.sql.types import (
 )
 
 from epoch_audit.contracts.events import EVENT_COLUMNS, EVENT_SCHEMA
-from epoch_audit.gold.base import CHECK_SCHEMA
+from epoch_audit.contracts.violations import CHECK_SCHEMA
 from epoch_audit.lake.storage import DeltaRsStorage
 
 T0 = datetime(2024, 3, 5, 10, 0, 0)

@@ -247,7 +247,7 @@ def test_vote_acks_one_event_per_voter(events, key, term):
 def test_vote_grants_orientation(spark):
     """The invariants' vote-grant reading of parsed lines: the candidate's acks / vote replies and the
     voter's own "vote reply:" all give (voter, candidate) the right way round."""
-    from epoch_audit.gold.invariants.leadership import vote_grants
+    from epoch_audit.gold.analysis.leadership import vote_grants
 
     lines = reduce(
         lambda a, b: a.unionByName(b),

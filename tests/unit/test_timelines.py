@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 from epoch_audit_tools.reference_model.timeline import partition_timeline as model_timeline
 
-from epoch_audit.gold.base import CheckConfig
+from epoch_audit.gold.context import CheckConfig
 from epoch_audit.silver.broker_controller_views import broker_controller_views
 from epoch_audit.silver.broker_registrations import broker_registrations
 from epoch_audit.silver.partition_timeline import partition_timeline

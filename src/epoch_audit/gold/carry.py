@@ -8,7 +8,7 @@ silver tables, which never read traffic; the checks read silver, state events an
 A nightly run over a cluster with a *horizon* H (by default a day before its latest traffic) reads
 all of its state events, its traffic from H on, and the *carried* traffic: the few events before H
 that a check still needs.
-Each check that reads traffic registers a ``carry`` (``epoch_audit.gold.base.Invariant``):
+Each check that reads traffic registers a ``carry`` (``epoch_audit.gold.registry.InvariantSpec``):
 given every event a run read, the traffic its answers stand on (the fetch a join's as-of picked,
 every produce after a move or a fence) and the traffic a later answer may need (per key the last
 caught-up fetch, per broker its last request-log line, one acks=0/1 produce per partition). Those
@@ -25,7 +25,7 @@ That holds while the past before H stays as it was when the carry was taken:
   the run reads the whole history again. A re-dumped metadata log that only repeats records
   changes nothing.
 
-tests/test_carry.py compares every check over windowed inputs with the whole-history answers on
+tests/differential/test_carry.py compares every check over windowed inputs with the whole-history answers on
 simulated histories, over two successive horizons.
 """
 
@@ -38,7 +38,9 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import MapType
 
 from epoch_audit.contracts.events import TRAFFIC_TYPES
-from epoch_audit.gold.base import CheckContext, Invariant
+from epoch_audit.gold.analysis.leadership import fence_markers
+from epoch_audit.gold.context import CheckContext
+from epoch_audit.gold.registry import InvariantSpec
 
 _MICROS_PER_MINUTE = 60_000_000
 
@@ -47,9 +49,9 @@ def is_traffic(events: DataFrame) -> Column:
     return F.col("event_type").isin(*TRAFFIC_TYPES)
 
 
-def carried_event_ids(ctx: CheckContext, invariants: list[Invariant]) -> DataFrame:
+def carried_event_ids(ctx: CheckContext, specs: tuple[InvariantSpec, ...]) -> DataFrame:
     """Every traffic event id some registered check still needs (``event_id``, distinct)."""
-    parts = [inv.carry(ctx).select("event_id") for inv in invariants if inv.carry is not None]
+    parts = [spec.carry(ctx).select("event_id") for spec in specs if spec.carry is not None]
     if not parts:
         return ctx.events.sparkSession.createDataFrame([], "event_id string")
     return reduce(DataFrame.unionByName, parts).where(F.col("event_id").isNotNull()).distinct()
@@ -58,20 +60,24 @@ def carried_event_ids(ctx: CheckContext, invariants: list[Invariant]) -> DataFra
 def next_horizons(events: DataFrame, lag_minutes: int) -> DataFrame:
     """(cluster_id, horizon): ``lag_minutes`` before the cluster's latest traffic event (floored to
     the minute). Traffic timed before it is what the next run will not read from bronze."""
-    last = events.where(is_traffic(events) & F.col("event_time").isNotNull()).groupBy("cluster_id").agg(
-        F.max(F.unix_micros("event_time")).alias("_last")
+    last = (
+        events.where(is_traffic(events) & F.col("event_time").isNotNull())
+        .groupBy("cluster_id")
+        .agg(F.max(F.unix_micros("event_time")).alias("_last"))
     )
     minute = F.floor(F.col("_last") / _MICROS_PER_MINUTE) - F.lit(lag_minutes)
     return last.select("cluster_id", F.timestamp_micros((minute * _MICROS_PER_MINUTE).cast("long")).alias("horizon"))
 
 
-def carried_events(ctx: CheckContext, invariants: list[Invariant], horizons: DataFrame) -> DataFrame:
+def carried_events(ctx: CheckContext, specs: tuple[InvariantSpec, ...], horizons: DataFrame) -> DataFrame:
     """The traffic events of ``ctx.events`` timed before their cluster's horizon that some check
     still needs: what the next run reads instead of that part of bronze."""
-    before = ctx.events.where(is_traffic(ctx.events)).join(F.broadcast(horizons), "cluster_id").where(
-        F.col("event_time") < F.col("horizon")
+    before = (
+        ctx.events.where(is_traffic(ctx.events))
+        .join(F.broadcast(horizons), "cluster_id")
+        .where(F.col("event_time") < F.col("horizon"))
     )
-    return before.join(carried_event_ids(ctx, invariants), "event_id", "left_semi").drop("horizon")
+    return before.join(carried_event_ids(ctx, specs), "event_id", "left_semi").drop("horizon")
 
 
 def windowed(events: DataFrame, horizons: DataFrame) -> DataFrame:
@@ -91,21 +97,12 @@ def anchor_fingerprints(ctx: CheckContext, horizons: DataFrame) -> DataFrame:
     """(cluster_id, fingerprint): a digest of the state the carried answers stand on, before each
     cluster's horizon: partition-timeline and broker-registration rows (without the end of their
     validity, which a later row moves), the epochs brokers held, and KRaft fence records. Rows
-    without a time count as before."""
-    from epoch_audit.gold.invariants.leadership import fence_markers
-    from epoch_audit.silver.tables import SILVER_TABLES as TIMELINES
-    from epoch_audit.silver.tables import SILVER_TABLES as VIEWS
-
-    def silver(ctx: CheckContext, name: str) -> DataFrame:  # the run's table, else built from the events
-        if name not in ctx.silver:
-            ctx.silver[name] = {**TIMELINES, **VIEWS}[name](ctx.events, ctx.config)
-        return ctx.silver[name]
-
+    without a time count as before. ``ctx`` holds every silver table (``check_context``)."""
     h = F.broadcast(horizons.select("cluster_id", F.col("horizon").alias("_h")))
     tables = [
-        (silver(ctx, "partition_timeline"), ("next_commit_offset",)),
-        (silver(ctx, "broker_registrations"), ("next_commit_offset",)),
-        (silver(ctx, "broker_leader_epochs"), ()),
+        (ctx.silver["partition_timeline"], ("next_commit_offset",)),
+        (ctx.silver["broker_registrations"], ("next_commit_offset",)),
+        (ctx.silver["broker_leader_epochs"], ()),
         (fence_markers(ctx.events), ()),
     ]
     digests = []

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from epoch_audit.config import AppConfig
-from epoch_audit.gold.base import CheckConfig
+from epoch_audit.gold.context import CheckConfig
 
 
 @dataclass

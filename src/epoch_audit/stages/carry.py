@@ -26,8 +26,9 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from epoch_audit.contracts.events import EVENT_CLASS_COLUMN, EVENT_DATE_COLUMN, OWN_TIME_COLUMN
-from epoch_audit.gold.base import CheckContext, Invariant
 from epoch_audit.gold.carry import anchor_fingerprints, carried_events, is_traffic, next_horizons
+from epoch_audit.gold.context import CheckConfig, CheckContext, check_context
+from epoch_audit.gold.registry import InvariantSpec
 from epoch_audit.lake.storage import LakeStorage
 
 log = logging.getLogger(__name__)
@@ -140,7 +141,11 @@ def read_check_events(storage: LakeStorage, clusters: list[str], horizons: dict[
 
 
 def valid_horizons(
-    spark: SparkSession, storage: LakeStorage, clusters: list[str], silver: dict[str, DataFrame], ctx_config
+    spark: SparkSession,
+    storage: LakeStorage,
+    clusters: list[str],
+    silver: dict[str, DataFrame],
+    ctx_config: CheckConfig,
 ) -> dict[str, int]:
     """The stored horizons of ``clusters`` whose anchors are unchanged before the horizon (a late
     state file or a dump that changed an old epoch: the cluster is read whole this time)."""
@@ -153,7 +158,7 @@ def valid_horizons(
     hz = spark.createDataFrame([(c, stored[c][0]) for c in cands], "cluster_id string, h long").select(
         "cluster_id", F.timestamp_micros("h").alias("horizon")
     )
-    ctx = CheckContext(events=read_state_events(storage, cands), silver=dict(silver), config=ctx_config)
+    ctx = check_context(read_state_events(storage, cands), silver, ctx_config)
     now = {r["cluster_id"]: r["fingerprint"] for r in anchor_fingerprints(ctx, hz).collect()}
     valid = {c: stored[c][0] for c in cands if now.get(c) == stored[c][1]}
     changed = sorted(set(cands) - set(valid))
@@ -166,7 +171,7 @@ def write_carries(
     spark: SparkSession,
     storage: LakeStorage,
     ctx: CheckContext,
-    invariants: list[Invariant],
+    specs: tuple[InvariantSpec, ...],
     clusters: list[str],
     previous: dict[str, int],
     lag_minutes: int,
@@ -183,7 +188,7 @@ def write_carries(
             "cluster_id", F.timestamp_micros("h").alias("horizon")
         )
         fps = {r["cluster_id"]: r["fingerprint"] for r in anchor_fingerprints(ctx, hz).collect()}
-        rows = carried_events(ctx, invariants, hz).select(*schema_cols)
+        rows = carried_events(ctx, specs, hz).select(*schema_cols)
         rows = rows.join(F.broadcast(hz.select("cluster_id", F.unix_micros("horizon").alias(HORIZON_COLUMN))),
                          "cluster_id").withColumn(FINGERPRINT_COLUMN, F.lit(None).cast("string"))
     else:

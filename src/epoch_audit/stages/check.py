@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import logging
 import time
-from functools import reduce
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from epoch_audit.config import AppConfig
-from epoch_audit.gold.base import CHECK_COLUMNS, CHECK_SCHEMA, CheckContext
+from epoch_audit.contracts.violations import CHECK_COLUMNS, VIOLATION_KEY
+from epoch_audit.gold.context import check_context
 from epoch_audit.lake.staging import remove_staging, staging_dir
 from epoch_audit.lake.storage import LakeStorage
 from epoch_audit.lake.tables import (
@@ -46,7 +46,6 @@ def violation_ids(violations: DataFrame) -> DataFrame:
     return violations.withColumn("violation_id", F.sha2(key, 256))
 
 
-VIOLATION_KEY = ("invariant", "cluster_id", "topic", "partition", "broker_id", "leader_epoch", "expected_epoch")
 
 
 def first_reports(found: DataFrame, known: DataFrame, completed: list[str]) -> DataFrame:
@@ -82,12 +81,12 @@ def run_checks(
     ISR joins the controller refused (INELIGIBLE_REPLICA) are counted per cluster and reason in
     ``rejected_isr_joins`` (the system working, never violations).
     """
-    from epoch_audit.gold.invariants import INVARIANTS
-    from epoch_audit.gold.invariants.isr_membership import rejected_isr_joins
+    from epoch_audit.gold.analysis.isr_joins import rejected_isr_joins
+    from epoch_audit.gold.registry import REGISTRY, found_violations
 
     if not storage.exists(EVENTS_TABLE):
         return StageResult("check", "skipped", {"reason": "no bronze events yet"}), None
-    if not INVARIANTS:
+    if not REGISTRY:
         return StageResult("check", "skipped", {"reason": "no invariants registered in this build"}), None
     dirty, fps = stale_clusters(storage, GOLD_STATE_TABLE)
     rejected: list[dict[str, Any]] = []
@@ -107,10 +106,9 @@ def run_checks(
             if config.incremental.carry_traffic else {}
         )
         events = read_check_events(storage, dirty, horizons)
-        ctx = CheckContext(events=events, silver=silver, config=check_config(config))
-        found = [inv.check(ctx).select(*CHECK_COLUMNS) for inv in INVARIANTS]
-        empty = spark.createDataFrame([], CHECK_SCHEMA)
-        violations = violation_ids(reduce(DataFrame.unionByName, found, empty)).dropDuplicates(["violation_id"])
+        # Every silver table once (the ones not in silver/ built from the events), shared by all checks.
+        ctx = check_context(events, silver, check_config(config))
+        violations = violation_ids(found_violations(ctx)).dropDuplicates(["violation_id"])
         violations = violations.where(F.col("cluster_id").isin(dirty))
         # Staged once: the checks' plan is large, and the found rows are read twice below.
         staged = f"{staging_dir(storage.lake, run_id)}/violations"
@@ -133,7 +131,7 @@ def run_checks(
         if config.incremental.carry_traffic and supports_carry(storage):
             started = time.perf_counter()
             carried["next"] = write_carries(
-                spark, storage, ctx, INVARIANTS, dirty, horizons, config.incremental.traffic_lag_minutes
+                spark, storage, ctx, REGISTRY, dirty, horizons, config.incremental.traffic_lag_minutes
             )
             carried["seconds"] = round(time.perf_counter() - started, 3)
     if not storage.exists(VIOLATIONS_TABLE):

@@ -1,8 +1,8 @@
 """Gold suite: ``gold/violations`` keeps the output contract (``shared/spec/invariants.md``).
 
 - the contract's columns are present; ids and keys non-null, ``violation_id`` unique;
-- every ``invariant`` is an id some registered check emits (:data:`epoch_audit.gold.invariants.INVARIANTS`);
-- ``severity`` / ``confidence`` come from the allowed sets (:mod:`epoch_audit.gold.base`);
+- every ``invariant`` is an id some registered check emits (:data:`epoch_audit.gold.registry.REGISTRY`);
+- ``severity`` / ``confidence`` come from the allowed sets (:mod:`epoch_audit.contracts.violations`);
 - ``explanation`` is a non-empty sentence;
 - every violation has evidence, and every evidence id exists in ``bronze/events`` (a cross-table
   anti-join in Spark; skipped with a note when bronze/events is absent).
@@ -13,7 +13,7 @@ from __future__ import annotations
 import great_expectations.expectations as gxe
 from great_expectations.expectations.expectation import Expectation
 
-from epoch_audit.gold.base import CHECK_COLUMNS, CONFIDENCES, SEVERITIES
+from epoch_audit.contracts.violations import CHECK_COLUMNS, CONFIDENCES, SEVERITIES
 from epoch_audit.validate.base import TableSuite, ValidationSettings, offending_rows, view
 from epoch_audit.validate.scope import gold_clusters_of_run
 
@@ -22,9 +22,9 @@ EVENTS = "bronze/events"
 
 def known_invariant_ids() -> list[str]:
     """Every invariant id a registered check can emit."""
-    from epoch_audit.gold.invariants import INVARIANTS
+    from epoch_audit.gold.registry import REGISTRY
 
-    return sorted({i for inv in INVARIANTS for i in inv.ids})
+    return sorted(spec.id for spec in REGISTRY)
 
 
 def evidence_query() -> str:

@@ -6,16 +6,12 @@ result must equal the reference model's.
 
 from __future__ import annotations
 
-import pytest
 from epoch_audit_tools.reference_model import isr_membership as model
 from epoch_audit_tools.reference_model.model import key_of
 
-from epoch_audit.gold.base import CHECK_COLUMNS, CheckContext
-from epoch_audit.gold.invariants.isr_membership import (
-    fenced_replica_in_isr,
-    rejected_isr_joins,
-    stale_broker_epoch_isr_join,
-)
+from epoch_audit.contracts.violations import CHECK_COLUMNS
+from epoch_audit.gold.context import CheckConfig, check_context
+from epoch_audit.gold.registry import SPECS, violations_of
 from tests.builders.controller_events import History, to_df
 from tests.builders.silver import TIMELINE_TABLES as SILVER_BUILDERS
 
@@ -224,15 +220,18 @@ def rule2_never_caught_up(h):
     _leader_keeps_logging(h)
 
 
-@pytest.fixture(scope="module")
-def results(spark):
+def family_results(spark):
     rows = [r for h in SCENARIOS.values() for r in h.rows]
     events = to_df(spark, rows)
-    ctx = CheckContext(events=events)
+    config = CheckConfig()
     # materialised, as the pipeline reads silver from its tables: lazily built silver subtrees
     # repeated inside every check made plans of tens of thousands of nodes
-    ctx.silver = {name: fn(events, ctx.config).localCheckpoint() for name, fn in SILVER_BUILDERS.items()}
-    out = fenced_replica_in_isr(ctx).unionByName(stale_broker_epoch_isr_join(ctx))
+    ctx = check_context(events, {name: fn(events, config).localCheckpoint() for name, fn in SILVER_BUILDERS.items()})
+    out = (
+        violations_of(SPECS["fenced_replica_in_isr"], ctx)
+        .unionByName(violations_of(SPECS["last_replica_fenced_in_isr"], ctx))
+        .unionByName(violations_of(SPECS["stale_broker_epoch_isr_join"], ctx))
+    )
     assert out.columns == CHECK_COLUMNS
     return [r.asDict() for r in out.collect()], model.check(rows, ctx.config)
 
@@ -251,83 +250,3 @@ def _id(cluster, event_type, **match):
                 and all(r[k] == v for k, v in match.items()))
 
 
-def test_fenced_replica_in_isr_across_batches(results):
-    (v,) = _of(results, "fenced_separate_batch")
-    assert (v["invariant"], v["severity"], v["broker_id"], v["topic"], v["partition"], v["leader_epoch"]) == (
-        "fenced_replica_in_isr", "error", 3, "orders", 0, 0)
-    assert sorted(v["evidence"]) == sorted([
-        _id("fenced_separate_batch", "md_partition"),
-        _id("fenced_separate_batch", "md_broker_registration_change")])
-    assert "broker 3" in v["explanation"] and "fenced" in v["explanation"]
-
-
-def test_batch_that_fences_and_removes_is_clean(results):
-    assert _of(results, "fence_and_remove_same_batch") == []
-
-
-def test_regression_no_fenced_replica_after_topic_removal(results):
-    assert _of(results, "fenced_after_topic_removed") == []
-
-
-def test_fenced_replica_reported_before_topic_removal(results):
-    (v,) = _of(results, "fenced_then_topic_removed")
-    assert (v["invariant"], v["broker_id"], v["leader_epoch"]) == ("fenced_replica_in_isr", 3, 0)
-
-
-def test_controlled_shutdown_replica_in_isr(results):
-    (v,) = _of(results, "controlled_shutdown_in_isr")
-    assert (v["invariant"], v["broker_id"]) == ("fenced_replica_in_isr", 2)
-    assert "controlled shutdown" in v["explanation"]
-
-
-def test_last_replica_is_a_warning(results):
-    (v,) = _of(results, "last_replica")
-    assert (v["invariant"], v["severity"], v["broker_id"]) == ("last_replica_fenced_in_isr", "warning", 3)
-
-
-def test_one_row_per_episode(results):
-    got = _of(results, "episode_spans_isr_changes")
-    assert [(v["invariant"], v["broker_id"]) for v in got] == [("fenced_replica_in_isr", 3)]
-
-
-def test_rule1_epoch_mismatch(results):
-    (v,) = _of(results, "rule1_epoch_mismatch")
-    assert (v["invariant"], v["confidence"], v["broker_id"]) == ("stale_broker_epoch_isr_join", "confirmed", 3)
-    assert _id("rule1_epoch_mismatch", "request_alter_partition") in v["evidence"]
-    assert "broker epoch 30" in v["explanation"] and "was 40" in v["explanation"]
-
-
-@pytest.mark.parametrize("cluster", [
-    "rule1_unknown_epoch", "rule1_matching_epoch", "rule2_new_incarnation_caught_up",
-    "rule2_untagged_fetch_after_skew", "rule2_leader_log_stops", "rule2_never_caught_up",
-    "drop_and_readd_in_one_batch",
-])
-def test_isr_join_must_not_flag(results, cluster):
-    assert _of(results, cluster) == []
-
-
-@pytest.mark.parametrize(("cluster", "confidence"), [
-    ("rule2_confirmed", "confirmed"), ("rule2_suspected", "suspected"), ("rule2_old_epoch_fetch", "confirmed"),
-    ("rule2_new_fetch_within_skew_after_commit", "suspected"),
-])
-def test_rule2_stale_catch_up(results, cluster, confidence):
-    (v,) = _of(results, cluster)
-    assert (v["invariant"], v["confidence"], v["broker_id"]) == ("stale_broker_epoch_isr_join", confidence, 3)
-    assert _id(cluster, "request_fetch") in v["evidence"]
-    assert _id(cluster, "md_register_broker", broker_epoch=40) in v["evidence"]
-
-
-def test_rejected_isr_joins_are_counted_not_reported(spark):
-    """Spec: rejected joins (INELIGIBLE_REPLICA) are the system working, counted in the run summary."""
-    rejected = "controller_alter_partition_rejected"
-    rows = [
-        ("c1", rejected, "INELIGIBLE_REPLICA", {"reason": "broker epoch mismatch: requested=450 VS expected=470"}),
-        ("c1", rejected, "INELIGIBLE_REPLICA", {"reason": "broker epoch mismatch: requested=479 VS expected=488"}),
-        ("c1", rejected, "INELIGIBLE_REPLICA", {"reason": "fenced"}),
-        ("c1", rejected, "FENCED_LEADER_EPOCH", {}),  # another rejection, not an ineligible join
-        ("c2", rejected, "INELIGIBLE_REPLICA", {"reason": "not in live brokers"}),
-        ("c2", "request_alter_partition", "INELIGIBLE_REPLICA", {}),  # the leader's side of one of them
-    ]
-    events = spark.createDataFrame(rows, "cluster_id string, event_type string, error string, details map<string,string>")
-    counts = {(r["cluster_id"], r["reason"]): r["count"] for r in rejected_isr_joins(events).collect()}
-    assert counts == {("c1", "broker_epoch_mismatch"): 2, ("c1", "fenced"): 1, ("c2", "not in live brokers"): 1}

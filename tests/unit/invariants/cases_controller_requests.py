@@ -6,12 +6,12 @@ every scenario's Spark result must equal the reference model's.
 
 from __future__ import annotations
 
-import pytest
 from epoch_audit_tools.reference_model import stop_replica as model
 from epoch_audit_tools.reference_model.model import key_of
 
-from epoch_audit.gold.base import CHECK_COLUMNS, CheckContext
-from epoch_audit.gold.invariants.stop_replica import stale_controller_epoch_accepted, stale_stop_replica_accepted
+from epoch_audit.contracts.violations import CHECK_COLUMNS
+from epoch_audit.gold.context import CheckConfig, check_context
+from epoch_audit.gold.registry import SPECS, violations_of
 from tests.builders.controller_events import History, to_df
 from tests.builders.silver import TIMELINE_TABLES as SILVER_BUILDERS
 
@@ -186,15 +186,16 @@ def stale_broker_epoch_request_not_processed(h):
     stop(h, 2, 5, ce=8, corr=2)
 
 
-@pytest.fixture(scope="module")
-def results(spark):
+def family_results(spark):
     rows = [r for h in SCENARIOS.values() for r in h.rows]
     events = to_df(spark, rows)
-    ctx = CheckContext(events=events)
+    config = CheckConfig()
     # materialised, as the pipeline reads silver from its tables: lazily built silver subtrees
     # repeated inside every check made plans of tens of thousands of nodes
-    ctx.silver = {name: fn(events, ctx.config).localCheckpoint() for name, fn in SILVER_BUILDERS.items()}
-    out = stale_stop_replica_accepted(ctx).unionByName(stale_controller_epoch_accepted(ctx))
+    ctx = check_context(events, {name: fn(events, config).localCheckpoint() for name, fn in SILVER_BUILDERS.items()})
+    out = violations_of(SPECS["stale_stop_replica_accepted"], ctx).unionByName(
+        violations_of(SPECS["stale_controller_epoch_accepted"], ctx)
+    )
     assert out.columns == CHECK_COLUMNS
     spark_rows = [r.asDict() for r in out.collect()]
     return spark_rows, model.check(rows)
@@ -213,53 +214,3 @@ def _ids(cluster, *types):
     return [r["event_id"] for r in SCENARIOS[cluster].rows if r["event_type"] in types]
 
 
-def test_stale_stop_replica_accepted_trace_chain(results):
-    (v,) = _of(results, "stale_trace")
-    assert (v["invariant"], v["broker_id"], v["topic"], v["partition"]) == ("stale_stop_replica_accepted", B,
-                                                                            "orders", 3)
-    assert (v["leader_epoch"], v["expected_epoch"], v["severity"], v["confidence"]) == (4, 5, "error", "confirmed")
-    assert sorted(v["evidence"]) == sorted(
-        _ids("stale_trace", "become_follower", "stop_replica_received", "fetcher_removed"))
-    assert "leader epoch 4" in v["explanation"] and "current leader epoch was 5" in v["explanation"]
-
-
-@pytest.mark.parametrize("cluster", [
-    "refused_by_warn_line", "sentinel_minus_two", "sentinel_minus_one", "equal_epoch", "higher_epoch",
-    "request_log_refusal_vetoes_trace", "no_stop_evidence", "no_current_epoch", "other_partition_epoch",
-    "deleted_replica_has_no_epoch", "partition_state_ce_is_not_request_ce", "stale_controller_refused",
-    "equal_controller_epoch", "stale_broker_epoch_request_not_processed",
-])
-def test_must_not_flag(results, cluster):
-    assert _of(results, cluster) == []
-
-
-def test_request_log_acceptance(results):
-    (v,) = _of(results, "request_log_accepted")
-    assert (v["leader_epoch"], v["expected_epoch"]) == (5, 6)
-
-
-def test_trace_and_request_log_are_one_violation(results):
-    (v,) = _of(results, "trace_and_request_log_one_row")
-    assert len(v["evidence"]) == 4  # LAIR state, Received, Removed fetcher, request-log line
-
-
-def test_stale_controller_epoch_leader_and_isr(results):
-    (v,) = _of(results, "stale_controller_epoch_lair")
-    # leader_epoch = the request LE of the applied state (6), not the stale request's CE (8)
-    assert (v["invariant"], v["broker_id"], v["leader_epoch"], v["expected_epoch"]) == (
-        "stale_controller_epoch_accepted", B, 6, 9)
-    assert _ids("stale_controller_epoch_lair", "update_metadata_applied")[0] in v["evidence"]
-    assert "leader epoch 6" in v["explanation"]
-    assert "controller epoch 8" in v["explanation"] and "controller epoch 9" in v["explanation"]
-
-
-def test_known_controller_epoch_from_default_level_lines(results):
-    (v,) = _of(results, "known_epoch_from_info_lines")
-    assert (v["invariant"], v["leader_epoch"], v["expected_epoch"]) == ("stale_controller_epoch_accepted", 5, 9)
-    assert _ids("known_epoch_from_info_lines", "leader_and_isr_fetchers_stopped")[0] in v["evidence"]
-
-
-def test_stale_controller_epoch_stop_replica(results):
-    got = _of(results, "stale_controller_epoch_stop")
-    assert [(v["invariant"], v["leader_epoch"], v["expected_epoch"]) for v in got] == [
-        ("stale_controller_epoch_accepted", 5, 9)]

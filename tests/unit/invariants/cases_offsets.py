@@ -4,11 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import pytest
 from epoch_audit_tools.reference_model import offsets as model
 
-from epoch_audit.gold.invariants.offsets import check_epoch_start_offset_divergence, check_high_watermark_regression
-from tests.builders.epoch_events import H, comparable, model_all, run_all
+from tests.builders.epoch_events import H, comparable, model_all, registered, run_all
 
 SCENARIOS: dict[str, Callable[[H], None]] = {}
 
@@ -126,11 +124,10 @@ def div_same_offset_below_hw(h: H) -> None:
     ckpt(h, 3, 1_000, {("orders", 1): 140}, "roc.1")
 
 
-CHECKS = [check_high_watermark_regression, check_epoch_start_offset_divergence]
+CHECKS = [registered("high_watermark_regression"), registered("epoch_start_offset_divergence")]
 
 
-@pytest.fixture(scope="module")
-def results(spark):
+def family_results(spark):
     hs = []
     for name, build in SCENARIOS.items():
         h = H(name)
@@ -152,50 +149,3 @@ def one(results, name: str, invariant: str) -> dict:
     return rs[0]
 
 
-def test_hw_leader_line_regression(results):
-    r = one(results, "hw_leader_lines", "high_watermark_regression")
-    assert (r["broker_id"], r["severity"], r["leader_epoch"], r["expected_epoch"]) == (1, "error", 6, 5)
-
-
-def test_hw_series_never_mixed_nor_across_brokers(results):
-    assert rows(results, "hw_series_never_mixed") == []
-
-
-def test_hw_checkpoint_copies_absent_partition_has_no_value(results):
-    rs = rows(results, "hw_checkpoint_copies", "high_watermark_regression")
-    assert [(r["partition"], r["evidence"][0].rsplit(":", 2)[1]) for r in rs] == [(1, "roc.3")]
-
-
-def test_hw_topic_id_change_restarts_series(results):
-    assert rows(results, "hw_topic_recreated") == []
-
-
-def test_hw_redpanda_acks1_majority_loss_is_warning(results):
-    r = one(results, "hw_redpanda_acks1_majority_loss", "high_watermark_regression")
-    assert r["severity"] == "warning"
-
-
-def test_div_checkpoint_differs_from_leader_line(results):
-    r = one(results, "div_checkpoint", "epoch_start_offset_divergence")
-    assert (r["broker_id"], r["leader_epoch"]) == (2, 5)
-    assert r["evidence"][-1] == "div_checkpoint:1:state-change.log:1"
-
-
-def test_div_retention_clamp_is_consistent(results):
-    r = one(results, "div_retention_clamp", "epoch_start_offset_divergence")
-    assert r["broker_id"] == 3
-
-
-def test_div_majority_reference_and_tie(results):
-    r = one(results, "div_majority_reference", "epoch_start_offset_divergence")
-    assert (r["broker_id"], r["leader_epoch"]) == (4, 7)
-
-
-def test_div_dump_first_batch_needs_visible_boundary(results):
-    r = one(results, "div_dump_first_batch", "epoch_start_offset_divergence")
-    assert (r["broker_id"], r["leader_epoch"]) == (2, 5)
-
-
-def test_div_same_offset_different_epoch_below_hw(results):
-    rs = rows(results, "div_same_offset_below_hw", "epoch_start_offset_divergence")
-    assert [(r["partition"], r["broker_id"], r["leader_epoch"], r["expected_epoch"]) for r in rs] == [(0, 2, 5, 6)]

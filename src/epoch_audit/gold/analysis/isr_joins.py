@@ -1,0 +1,190 @@
+"""KRaft ISR joins and the caught-up fetches that justify them (KIP-903, KAFKA-14139).
+
+Read by ``stale_broker_epoch_isr_join`` (its check and its carry); ``rejected_isr_joins`` counts
+the joins the controller refused, for the run summary.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame, Window
+from pyspark.sql import functions as F
+
+from epoch_audit.gold.analysis.kraft_state import INF, holds_at_some_commit
+
+
+def isr_joins(timeline: DataFrame, registrations: DataFrame) -> DataFrame:
+    """KRaft ISR joins: the state at a commit point whose ISR adds replica R to the ISR of the
+    state at the previous commit point.
+
+    Records inside one batch / transaction are not separate moments (spec "Ordering and time"):
+    a record superseded inside its own commit (next_commit_offset = commit_offset) is skipped, so a
+    batch that drops R and adds it back is no join, and the joining row's partition epoch is the
+    one after the commit. Adds R's registration state at that commit point (broker epoch,
+    registration time / id).
+    """
+    by_decision = Window.partitionBy("cluster_id", "topic_id", "partition").orderBy("decision_seq")
+    # The previous state must hold right up to this commit: one that ends earlier ends at a hole in
+    # the dumped log, and the join (or a leave and rejoin) happened somewhere inside it, unseen.
+    joins = (
+        timeline.where(holds_at_some_commit(""))
+        .withColumn("_prev_isr", F.lag("isr").over(by_decision))
+        .withColumn("_prev_end", F.lag("next_commit_offset").over(by_decision))
+        .where(
+            F.col("_prev_isr").isNotNull() & F.col("isr").isNotNull() & (F.col("_prev_end") == F.col("commit_offset"))
+        )
+    )
+    joins = joins.select("*", F.explode(F.array_except("isr", "_prev_isr")).alias("replica"))
+    registered = registrations.where(holds_at_some_commit("")).select(
+        F.col("cluster_id").alias("b_cluster"),
+        F.col("broker_id").alias("replica_b"),
+        F.col("broker_epoch").alias("registered_be"),
+        "registered_at_time",
+        "registration_event_id",
+        F.col("commit_offset").alias("b_from"),
+        F.coalesce("next_commit_offset", F.lit(INF)).alias("b_to"),
+    )
+    return joins.join(
+        registered,
+        (F.col("cluster_id") == F.col("b_cluster"))
+        & (F.col("replica") == F.col("replica_b"))
+        & (F.col("b_from") <= F.col("commit_offset"))
+        & (F.col("commit_offset") < F.col("b_to")),
+        "left",
+    ).drop("b_cluster", "replica_b", "b_from", "b_to", "_prev_isr", "_prev_end")
+
+
+def fetch_probes(candidates: DataFrame, fetches: DataFrame, skew_s: float) -> DataFrame:
+    """Per ISR join (``_join_id``, replica) and probe (``_kind`` 1: at the commit, 2: at the commit
+    plus the skew tolerance), from each topic pass (by id, by name): ``_F`` the replica's last
+    caught-up fetch to the leader for the partition at or before the probe (struct of time, event
+    id, replica epoch), ``_S`` the last one whose replica epoch is the join's registered broker
+    epoch, ``_N`` the last one without a replica epoch, and ``_treg`` the registration time.
+
+    An as-of, not a join: joins and fetches are sorted together per (cluster, leader, replica,
+    partition, topic) and running maxima carry the fetches forward. (A range join pairs every join
+    with every earlier fetch: at 10^7 events that is tens of millions of rows and exhausted a 1 GB
+    heap.) Only probes with a fetch before them get a row.
+    """
+    skew = F.expr(f"make_interval(0,0,0,0,0,0,{skew_s})")
+    key = ["_cluster", "_leader", "_replica", "_partition", "_topic"]
+    passes = []
+    for join_topic, fetch_topic in (("topic_id", "f_topic_id"), ("topic", "f_topic")):
+        joins = candidates.where(F.col(join_topic).isNotNull()).select(
+            "_join_id",
+            "replica",
+            F.col("cluster_id").alias("_cluster"),
+            F.col("leader").alias("_leader"),
+            F.col("replica").alias("_replica"),
+            F.col("partition").alias("_partition"),
+            F.col(join_topic).alias("_topic"),
+            F.col("event_time").alias("_time"),
+            F.lit(1).alias("_kind"),
+            F.col("registered_be").alias("_be"),
+            F.col("registered_at_time").alias("_treg"),
+        )
+        # The same join probed again at commit + skew (kind 2: after the fetches of that instant).
+        joins = joins.unionByName(joins.withColumn("_time", F.col("_time") + skew).withColumn("_kind", F.lit(2)))
+        timed_fetches = fetches.where(F.col(fetch_topic).isNotNull() & F.col("f_time").isNotNull()).select(
+            F.col("f_cluster").alias("_cluster"),
+            F.col("f_leader").alias("_leader"),
+            F.col("f_replica").alias("_replica"),
+            F.col("f_partition").alias("_partition"),
+            F.col(fetch_topic).alias("_topic"),
+            F.col("f_time").alias("_time"),
+            F.lit(0).alias("_kind"),
+            F.col("f_be").alias("_be"),
+            F.struct("f_time", "f_event_id", "f_be").alias("_fetch"),
+        )
+        rows = joins.unionByName(timed_fetches, allowMissingColumns=True)
+        # A fetch logged at the commit's own time counts (f_time <= commit time): fetches sort first.
+        upto = Window.orderBy("_time", "_kind").rowsBetween(Window.unboundedPreceding, Window.currentRow)
+        by_key, by_epoch = upto.partitionBy(*key), upto.partitionBy(*key, "_be")
+        is_fetch = F.col("_kind") == 0
+        rows = (
+            rows.withColumn("_F", F.max("_fetch").over(by_key))
+            .withColumn("_N", F.max(F.when(is_fetch & F.col("_be").isNull(), F.col("_fetch"))).over(by_key))
+            .withColumn("_S", F.max(F.when(is_fetch & F.col("_be").isNotNull(), F.col("_fetch"))).over(by_epoch))
+        )
+        passes.append(
+            rows.where((F.col("_kind") >= 1) & F.col("_F").isNotNull()).select(
+                "_join_id", "replica", "_kind", "_F", "_S", "_N", "_treg"
+            )
+        )
+    return passes[0].unionByName(passes[1])
+
+
+def last_caught_up_fetches(candidates: DataFrame, fetches: DataFrame, skew_s: float) -> DataFrame:
+    """Per ISR join (``_join_id``, replica): the replica's last caught-up fetch to the leader for
+    the partition at or before the commit (``_F``: struct of time, event id, replica epoch),
+    whether a caught-up fetch of the new incarnation came before the commit (``_has_new``), and
+    whether one came by the commit time plus the skew tolerance (``_has_new_skew``: the fetch is on
+    the leader's clock, the commit on the controller's, so such a fetch may really precede it).
+    The topic matches by id or by name (:func:`fetch_probes`); joins with no fetch before the
+    commit get no row.
+    """
+    skew = F.expr(f"make_interval(0,0,0,0,0,0,{skew_s})")
+    probes = fetch_probes(candidates, fetches, skew_s)
+    # new incarnation: a fetch with the registered epoch, or one without an epoch timed more than
+    # the skew after the registration
+    has_new = F.col("_S").isNotNull() | F.coalesce(F.col("_N.f_time") > F.col("_treg") + skew, F.lit(False))
+    at_commit = F.col("_kind") == 1
+    per_join = (
+        probes.select(
+            "_join_id",
+            "replica",
+            F.when(at_commit, F.col("_F")).alias("_F"),
+            F.when(at_commit, has_new.cast("int")).alias("_has_new"),
+            F.when(~at_commit, has_new.cast("int")).alias("_has_new_skew"),
+        )
+        .groupBy("_join_id", "replica")
+        .agg(
+            F.max("_F").alias("_F"), F.max("_has_new").alias("_has_new"), F.max("_has_new_skew").alias("_has_new_skew")
+        )
+    )
+    return per_join.where(F.col("_F").isNotNull())
+
+
+def caught_up_fetches(events: DataFrame) -> DataFrame:
+    """Request-log FETCH lines of a follower whose fetch offset reached the response's high
+    watermark (rule 2's catch-up evidence), ``f_``-prefixed."""
+    return events.where(
+        (F.col("event_type") == "request_fetch")
+        & F.col("offset").isNotNull()
+        & F.col("high_watermark").isNotNull()
+        & (F.col("offset") >= F.col("high_watermark"))
+    ).select(
+        F.col("cluster_id").alias("f_cluster"),
+        F.col("broker_id").alias("f_leader"),
+        F.col("replica_id").alias("f_replica"),
+        F.col("topic").alias("f_topic"),
+        F.col("topic_id").alias("f_topic_id"),
+        F.col("partition").alias("f_partition"),
+        F.col("broker_epoch").alias("f_be"),
+        F.col("event_time").alias("f_time"),
+        F.col("event_id").alias("f_event_id"),
+    )
+
+
+def rejected_isr_joins(events: DataFrame) -> DataFrame:
+    """ISR joins the controller refused: (cluster_id, reason, count). Spec (stale_broker_epoch_isr_join):
+    rejected joins — INELIGIBLE_REPLICA, "broker epoch mismatch: requested=X VS expected=Y" — are the
+    system working: never violations, but counted in the run summary.
+
+    One count per ineligible replica of a controller "Rejecting AlterPartition ... ineligible
+    replicas" line (KRaft 3.3+, ZK 3.3+); ``reason`` is ``broker_epoch_mismatch`` (KIP-903), else the
+    controller's own reason (fenced, shutting down, not registered, not in live brokers).
+    """
+    reason = F.coalesce(F.col("details")["reason"], F.lit("ineligible"))
+    return (
+        events.where(
+            (F.col("event_type") == "controller_alter_partition_rejected") & (F.col("error") == "INELIGIBLE_REPLICA")
+        )
+        .select(
+            "cluster_id",
+            F.when(reason.startswith("broker epoch mismatch"), F.lit("broker_epoch_mismatch"))
+            .otherwise(reason)
+            .alias("reason"),
+        )
+        .groupBy("cluster_id", "reason")
+        .count()
+    )

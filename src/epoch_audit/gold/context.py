@@ -1,0 +1,60 @@
+"""What every invariant check receives: bronze events, the silver tables, the rule parameters.
+
+A check is a pure ``check(ctx: CheckContext) -> DataFrame``: it reads ``ctx`` and builds nothing
+into it. The check stage (or a test) makes the context once with :func:`check_context`, which
+builds every silver table it was not given from the events, so all checks share the same frames.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from pyspark.sql import DataFrame
+
+from epoch_audit.silver.broker_views import SILVER_BUILDERS as BROKER_VIEW_BUILDERS
+from epoch_audit.silver.timelines import SILVER_BUILDERS as TIMELINE_BUILDERS
+
+
+@dataclass(frozen=True)
+class CheckConfig:
+    """Rule parameters from conf/ (``checks:`` section)."""
+
+    max_clock_skew_ms: int = 1000
+    source_time_zone: str = "UTC"
+
+
+@dataclass(frozen=True)
+class CheckContext:
+    """Bronze events plus the silver tables built from them, and the rule parameters (read-only)."""
+
+    events: DataFrame
+    silver: Mapping[str, DataFrame] = field(default_factory=dict)
+    config: CheckConfig = field(default_factory=CheckConfig)
+
+    def __post_init__(self) -> None:
+        # A read-only view: a check that filled the map would change what the next check reads.
+        object.__setattr__(self, "silver", MappingProxyType(dict(self.silver)))
+
+    def table(self, name: str) -> DataFrame:
+        return self.silver[name]
+
+
+def check_context(
+    events: DataFrame, silver: Mapping[str, DataFrame] | None = None, config: CheckConfig | None = None
+) -> CheckContext:
+    """A context holding every silver table: the ones given, the others built from ``events``.
+
+    Built broker views are cached: several checks read each of them several times. Built
+    timelines are not (each check reads them once; the stage reads them from silver/ anyway).
+    """
+    config = config or CheckConfig()
+    tables = dict(silver or {})
+    for name, build in TIMELINE_BUILDERS.items():
+        if name not in tables:
+            tables[name] = build(events, config)
+    for name, build in BROKER_VIEW_BUILDERS.items():
+        if name not in tables:
+            tables[name] = build(events, config).cache()
+    return CheckContext(events=events, silver=tables, config=config)

@@ -1,0 +1,92 @@
+"""``high_watermark_regression``: per (broker, partition) the HW a broker records never moves
+backwards in its own order.
+
+Checked as two separate series that are never mixed: the "high watermark N" of its own leader
+lines (own log order) and its replication-offset-checkpoint copies (by copy suffix; the file lags
+the logged value). Series of different brokers are never compared. A partition absent from a copy
+has no value there; a series restarts only when the topic id changes. Severity ``warning`` (not
+the registry's ``error``) when the logs show Redpanda's expected acks=0/1 majority-loss
+condition. Reads request-log PRODUCE traffic (the acks): :func:`carry` is what a nightly run keeps
+of it.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame, Window
+from pyspark.sql import functions as F
+
+from epoch_audit.gold.analysis.high_watermarks import HW_SERIES
+from epoch_audit.gold.analysis.violation_rows import PARTITION_KEY, to_check
+from epoch_audit.gold.context import CheckContext
+
+INVARIANT = "high_watermark_regression"
+# acks=0/1 in a request-log PRODUCE (JSON body) or a parser's details map.
+_ACKS01 = r'"acks"\s*:\s*[01]\b|\backs=[01]\b'
+
+
+def rp_acks_majority_loss(events: DataFrame) -> DataFrame:
+    """Partitions where the logs show Redpanda's expected HW regression condition: Redpanda logs
+    for the partition, produces with acks=0/1, and a leader stepping down because it lost its
+    heartbeat majority (``[heartbeats_majority] Stepping down``)."""
+    redpanda = events.filter(F.col("log_kind") == "redpanda").select(*PARTITION_KEY).distinct()
+    acks01 = (
+        events.filter(F.col("event_type") == "request_produce")
+        .filter(F.col("details")["acks"].isin("0", "1") | F.col("raw").rlike(_ACKS01))
+        .select(*PARTITION_KEY)
+        .distinct()
+    )
+    majority_loss = (
+        events.filter(F.col("event_type") == "rp_step_down")
+        .filter(F.col("raw").contains("heartbeats_majority"))
+        .select(*PARTITION_KEY)
+        .distinct()
+    )
+    return (
+        redpanda.join(acks01, PARTITION_KEY).join(majority_loss, PARTITION_KEY).withColumn("rp_expected", F.lit(True))
+    )
+
+
+def carry(ctx: CheckContext) -> DataFrame:
+    """Traffic (event_id) ``rp_acks_majority_loss`` still needs from before a nightly run's horizon
+    (``epoch_audit.gold.carry``): one acks=0/1 produce per partition (it only asks whether one exists)."""
+    acks01 = ctx.events.filter(F.col("event_type") == "request_produce").filter(
+        F.col("details")["acks"].isin("0", "1") | F.col("raw").rlike(_ACKS01)
+    )
+    return acks01.groupBy(*PARTITION_KEY).agg(F.min("event_id").alias("event_id")).select("event_id")
+
+
+def check(ctx: CheckContext) -> DataFrame:
+    """One row per backward step of a broker's HW series."""
+    recorded = ctx.silver["replica_offsets"].filter(F.col("series").isin(*HW_SERIES))
+    in_series = Window.partitionBy("cluster_id", "broker_id", "topic", "partition", "series").orderBy("series_seq")
+    regressions = (
+        recorded.withColumn("p_value", F.lag("value").over(in_series))
+        .withColumn("p_tid", F.lag("tid").over(in_series))
+        .withColumn("p_id", F.lag("event_id").over(in_series))
+        .withColumn("p_le", F.lag("leader_epoch").over(in_series))
+        .filter(F.col("p_value").isNotNull() & (F.col("value") < F.col("p_value")))
+        .filter(~(F.col("p_tid").isNotNull() & F.col("tid").isNotNull() & (F.col("p_tid") != F.col("tid"))))
+    )
+    regressions = regressions.join(F.broadcast(rp_acks_majority_loss(ctx.events)), PARTITION_KEY, "left")
+    return to_check(
+        regressions,
+        INVARIANT,
+        "confirmed",
+        F.col("broker_id"),
+        F.col("leader_epoch"),
+        F.col("p_le"),
+        F.col("event_time"),
+        F.array(F.col("event_id"), F.col("p_id")),
+        F.format_string(
+            "Broker %d recorded high watermark %d for %s-%d (%s, %s) after %d (%s) in the same series.",
+            F.col("broker_id"),
+            F.col("value"),
+            F.col("topic"),
+            F.col("partition"),
+            F.col("series"),
+            F.col("event_id"),
+            F.col("p_value"),
+            F.col("p_id"),
+        ),
+        severity=F.when(F.col("rp_expected"), F.lit("warning")),
+    )

@@ -1,0 +1,190 @@
+"""``stale_broker_epoch_isr_join`` (KIP-903, the KAFKA-14139 race): a replica may join the ISR only
+on evidence from its current broker incarnation.
+
+Rule 1 (epoch mismatch): the AlterPartition the controller accepted for the join (request log,
+ALTER_PARTITION v3+, partition error NONE, matched by topic id, partition and the response's
+partition epoch = the partition epoch after the commit) carries in newIsrWithEpochs a broker
+epoch for R that is not -1 and differs from R's registered broker epoch at the commit point.
+Rule 2 (stale catch-up): the justifying fetch = R's last fetch to the leader before the commit
+whose fetch offset >= the response's high watermark. If R registered again after it (a new
+broker epoch) and no caught-up fetch of the new incarnation (replicaEpoch = the new epoch, or
+for fetches without it one timed more than max_clock_skew_ms after the registration) lies
+before the commit, the join is a violation; "suspected" when the fetch and the registration
+are within the skew tolerance of each other. Rule 2 needs fetch evidence: a caught-up fetch
+of R for the partition on the leader's request log, and that log must keep logging (a
+request after the commit). One row per join (rule 1 preferred); broker_id = R.
+Reads request-log FETCH traffic: :func:`carry` is what a nightly run keeps of it.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame, Window
+from pyspark.sql import functions as F
+
+from epoch_audit.contracts.violations import CHECK_COLUMNS
+from epoch_audit.gold.analysis.isr_joins import caught_up_fetches, fetch_probes, isr_joins, last_caught_up_fetches
+from epoch_audit.gold.analysis.kraft_state import kraft_timeline_and_registrations
+from epoch_audit.gold.analysis.violation_rows import registry_severity
+from epoch_audit.gold.context import CheckContext
+from epoch_audit.silver.timelines import is_no_error
+
+INVARIANT = "stale_broker_epoch_isr_join"
+
+
+def carry(ctx: CheckContext) -> DataFrame:
+    """Traffic (event_id) rule 2 still needs from before a nightly run's horizon
+    (``epoch_audit.gold.carry``): every fetch a join's probes picked (last caught-up fetch, last one of
+    the registered epoch, last one without an epoch), so every join keeps its answer; per (leader,
+    replica, partition, topic, replica epoch) the last caught-up fetch, for joins still to come;
+    per broker its last request-log line (``l_last``: the leader kept logging)."""
+    timeline, registrations = kraft_timeline_and_registrations(ctx)
+    joins = isr_joins(timeline, registrations).withColumn("_join_id", F.col("event_id"))
+    candidates = joins.where(F.col("registered_at_time").isNotNull() & F.col("event_time").isNotNull())
+    fetches = caught_up_fetches(ctx.events)
+    probes = fetch_probes(candidates, fetches, ctx.config.max_clock_skew_ms / 1000.0)
+    picked = probes.select(F.explode(F.array("_F.f_event_id", "_S.f_event_id", "_N.f_event_id")).alias("event_id"))
+    last_fetches = fetches.groupBy(
+        "f_cluster", "f_leader", "f_replica", "f_partition", "f_topic", "f_topic_id", "f_be"
+    ).agg(F.max(F.struct("f_time", "f_event_id")).alias("_m"))
+    last_lines = (
+        ctx.events.where((F.col("log_kind") == "request") & F.col("event_time").isNotNull())
+        .groupBy("cluster_id", "broker_id")
+        .agg(F.max(F.struct("event_time", "event_id")).alias("_m"))
+    )
+    ids = picked.unionByName(last_fetches.select(F.col("_m.f_event_id").alias("event_id"))).unionByName(
+        last_lines.select(F.col("_m.event_id").alias("event_id"))
+    )
+    return ids.where(F.col("event_id").isNotNull()).distinct()
+
+
+def _epoch_mismatch_joins(ctx: CheckContext, joins: DataFrame) -> DataFrame:
+    """Rule 1: joins whose accepted AlterPartition carried another broker epoch for the replica."""
+    alter_partitions = ctx.events.where(
+        (F.col("event_type") == "request_alter_partition")
+        & is_no_error(F.col("error"))
+        & (F.col("api_version") >= 3)
+        & F.col("isr_broker_epochs").isNotNull()
+    ).select(
+        F.col("cluster_id").alias("a_cluster"),
+        F.col("topic_id").alias("a_topic_id"),
+        F.col("partition").alias("a_partition"),
+        F.col("partition_epoch").alias("a_pe"),
+        F.col("isr").alias("a_isr"),
+        "isr_broker_epochs",
+        F.col("event_id").alias("a_event_id"),
+    )
+    matched = joins.join(
+        alter_partitions,
+        (F.col("cluster_id") == F.col("a_cluster"))
+        & (F.col("topic_id") == F.col("a_topic_id"))
+        & (F.col("partition") == F.col("a_partition"))
+        & (F.col("partition_epoch") == F.col("a_pe")),
+    )
+    requested_epoch = F.element_at("isr_broker_epochs", F.array_position("a_isr", F.col("replica")).cast("int"))
+    matched = matched.where(F.array_contains("a_isr", F.col("replica"))).withColumn("_req_be", requested_epoch)
+    return matched.where(
+        (F.col("_req_be") != -1) & F.col("registered_be").isNotNull() & (F.col("_req_be") != F.col("registered_be"))
+    ).select(
+        "*",
+        F.lit(1).alias("_rule"),
+        F.lit("confirmed").alias("_conf"),
+        F.array("event_id", "a_event_id", "registration_event_id").alias("_ev"),
+        F.format_string(
+            "Broker %d joined the ISR of %s-%d at metadata offset %d (partition epoch %d) through AlterPartition %s "
+            "carrying broker epoch %d, but its registered broker epoch at that commit was %d.",
+            "replica",
+            "topic",
+            "partition",
+            "metadata_offset",
+            "partition_epoch",
+            "a_event_id",
+            "_req_be",
+            "registered_be",
+        ).alias("_expl"),
+    )
+
+
+def _stale_catch_up_joins(ctx: CheckContext, joins: DataFrame) -> DataFrame:
+    """Rule 2: joins whose last caught-up fetch came from the replica's previous incarnation."""
+    skew_s = ctx.config.max_clock_skew_ms / 1000.0
+    fetches = caught_up_fetches(ctx.events)
+    candidates = joins.where(F.col("registered_at_time").isNotNull() & F.col("event_time").isNotNull())
+    last_fetch = last_caught_up_fetches(candidates, fetches, skew_s)
+    leader_logs = (
+        ctx.events.where(F.col("log_kind") == "request")
+        .groupBy(F.col("cluster_id").alias("l_cluster"), F.col("broker_id").alias("l_broker"))
+        .agg(F.max("event_time").alias("l_last"))
+    )
+    stale = (
+        candidates.join(last_fetch, ["_join_id", "replica"])
+        .where(F.col("_has_new") == 0)
+        .join(
+            F.broadcast(leader_logs),
+            (F.col("cluster_id") == F.col("l_cluster")) & (F.col("leader") == F.col("l_broker")),
+        )
+        .where(F.col("l_last") > F.col("event_time"))
+    )
+    fetch_time, fetch_epoch = F.col("_F.f_time"), F.col("_F.f_be")
+    skew = F.expr(f"make_interval(0,0,0,0,0,0,{skew_s})")
+    registered_at = F.col("registered_at_time")
+    confirmed = (fetch_epoch.isNotNull() & (fetch_epoch != F.col("registered_be"))) | (
+        fetch_epoch.isNull() & (fetch_time < registered_at - skew)
+    )
+    # a new-incarnation fetch timed within the skew after the commit may really precede it
+    confirmed = confirmed & (F.coalesce(F.col("_has_new_skew"), F.lit(0)) == 0)
+    return stale.select(
+        "*",
+        F.lit(2).alias("_rule"),
+        F.when(confirmed, F.lit("confirmed")).otherwise(F.lit("suspected")).alias("_conf"),
+        F.array("event_id", "_F.f_event_id", "registration_event_id").alias("_ev"),
+        F.format_string(
+            "Broker %d joined the ISR of %s-%d at metadata offset %d (leader %d), but its last caught-up fetch %s "
+            "(replica epoch %s) predates its registration %s with broker epoch %d, and no caught-up fetch of that "
+            "incarnation came before the commit.",
+            "replica",
+            "topic",
+            "partition",
+            "metadata_offset",
+            "leader",
+            "_F.f_event_id",
+            F.coalesce(fetch_epoch.cast("string"), F.lit("unknown")),
+            "registration_event_id",
+            "registered_be",
+        ).alias("_expl"),
+    )
+
+
+def check(ctx: CheckContext) -> DataFrame:
+    """One row per ISR join that stands on a previous incarnation's evidence (rule 1 preferred)."""
+    timeline, registrations = kraft_timeline_and_registrations(ctx)
+    joins = isr_joins(timeline, registrations).withColumn("_join_id", F.col("event_id"))
+    cols = [
+        "cluster_id",
+        "topic",
+        "partition",
+        "replica",
+        "leader_epoch",
+        "event_time",
+        "_join_id",
+        "_rule",
+        "_conf",
+        "_ev",
+        "_expl",
+    ]
+    both = _epoch_mismatch_joins(ctx, joins).select(*cols).unionByName(_stale_catch_up_joins(ctx, joins).select(*cols))
+    by_rule = Window.partitionBy("cluster_id", "_join_id", "replica").orderBy("_rule")
+    both = both.withColumn("_rn", F.row_number().over(by_rule)).where("_rn = 1")
+    return both.select(
+        F.lit(INVARIANT).alias("invariant"),
+        registry_severity().alias("severity"),
+        F.col("_conf").alias("confidence"),
+        "cluster_id",
+        "topic",
+        "partition",
+        F.col("replica").alias("broker_id"),
+        "leader_epoch",
+        F.lit(None).cast("int").alias("expected_epoch"),
+        "event_time",
+        F.array_sort(F.array_distinct(F.filter("_ev", lambda x: x.isNotNull()))).alias("evidence"),
+        F.col("_expl").alias("explanation"),
+    ).select(*CHECK_COLUMNS)

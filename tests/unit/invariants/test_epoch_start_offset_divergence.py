@@ -1,0 +1,39 @@
+"""``epoch_start_offset_divergence``: rules and must-NOT-flag cases (scenarios: ``cases_offsets.py``; each result must
+equal the reference model's)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.unit.invariants.cases_offsets import one, rows
+
+
+@pytest.fixture
+def results(offsets_results):
+    return offsets_results
+
+
+def test_div_checkpoint_differs_from_leader_line(results):
+    r = one(results, "div_checkpoint", "epoch_start_offset_divergence")
+    assert (r["broker_id"], r["leader_epoch"]) == (2, 5)
+    assert r["evidence"][-1] == "div_checkpoint:1:state-change.log:1"
+
+
+def test_div_retention_clamp_is_consistent(results):
+    r = one(results, "div_retention_clamp", "epoch_start_offset_divergence")
+    assert r["broker_id"] == 3
+
+
+def test_div_majority_reference_and_tie(results):
+    r = one(results, "div_majority_reference", "epoch_start_offset_divergence")
+    assert (r["broker_id"], r["leader_epoch"]) == (4, 7)
+
+
+def test_div_dump_first_batch_needs_visible_boundary(results):
+    r = one(results, "div_dump_first_batch", "epoch_start_offset_divergence")
+    assert (r["broker_id"], r["leader_epoch"]) == (2, 5)
+
+
+def test_div_same_offset_different_epoch_below_hw(results):
+    rs = rows(results, "div_same_offset_below_hw", "epoch_start_offset_divergence")
+    assert [(r["partition"], r["broker_id"], r["leader_epoch"], r["expected_epoch"]) for r in rs] == [(0, 2, 5, 6)]

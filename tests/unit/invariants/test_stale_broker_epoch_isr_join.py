@@ -1,0 +1,57 @@
+"""``stale_broker_epoch_isr_join``: rules and must-NOT-flag cases (scenarios: ``cases_isr.py``; each result must
+equal the reference model's)."""
+
+from __future__ import annotations
+
+import pytest
+
+from epoch_audit.gold.analysis.isr_joins import rejected_isr_joins
+from tests.unit.invariants.cases_isr import _id, _of
+
+
+@pytest.fixture
+def results(isr_results):
+    return isr_results
+
+
+def test_rule1_epoch_mismatch(results):
+    (v,) = _of(results, "rule1_epoch_mismatch")
+    assert (v["invariant"], v["confidence"], v["broker_id"]) == ("stale_broker_epoch_isr_join", "confirmed", 3)
+    assert _id("rule1_epoch_mismatch", "request_alter_partition") in v["evidence"]
+    assert "broker epoch 30" in v["explanation"] and "was 40" in v["explanation"]
+
+
+@pytest.mark.parametrize("cluster", [
+    "rule1_unknown_epoch", "rule1_matching_epoch", "rule2_new_incarnation_caught_up",
+    "rule2_untagged_fetch_after_skew", "rule2_leader_log_stops", "rule2_never_caught_up",
+    "drop_and_readd_in_one_batch",
+])
+def test_isr_join_must_not_flag(results, cluster):
+    assert _of(results, cluster) == []
+
+
+@pytest.mark.parametrize(("cluster", "confidence"), [
+    ("rule2_confirmed", "confirmed"), ("rule2_suspected", "suspected"), ("rule2_old_epoch_fetch", "confirmed"),
+    ("rule2_new_fetch_within_skew_after_commit", "suspected"),
+])
+def test_rule2_stale_catch_up(results, cluster, confidence):
+    (v,) = _of(results, cluster)
+    assert (v["invariant"], v["confidence"], v["broker_id"]) == ("stale_broker_epoch_isr_join", confidence, 3)
+    assert _id(cluster, "request_fetch") in v["evidence"]
+    assert _id(cluster, "md_register_broker", broker_epoch=40) in v["evidence"]
+
+
+def test_rejected_isr_joins_are_counted_not_reported(spark):
+    """Spec: rejected joins (INELIGIBLE_REPLICA) are the system working, counted in the run summary."""
+    rejected = "controller_alter_partition_rejected"
+    rows = [
+        ("c1", rejected, "INELIGIBLE_REPLICA", {"reason": "broker epoch mismatch: requested=450 VS expected=470"}),
+        ("c1", rejected, "INELIGIBLE_REPLICA", {"reason": "broker epoch mismatch: requested=479 VS expected=488"}),
+        ("c1", rejected, "INELIGIBLE_REPLICA", {"reason": "fenced"}),
+        ("c1", rejected, "FENCED_LEADER_EPOCH", {}),  # another rejection, not an ineligible join
+        ("c2", rejected, "INELIGIBLE_REPLICA", {"reason": "not in live brokers"}),
+        ("c2", "request_alter_partition", "INELIGIBLE_REPLICA", {}),  # the leader's side of one of them
+    ]
+    events = spark.createDataFrame(rows, "cluster_id string, event_type string, error string, details map<string,string>")
+    counts = {(r["cluster_id"], r["reason"]): r["count"] for r in rejected_isr_joins(events).collect()}
+    assert counts == {("c1", "broker_epoch_mismatch"): 2, ("c1", "fenced"): 1, ("c2", "not in live brokers"): 1}

@@ -1,0 +1,59 @@
+"""The invariant registry is the one list of invariants: every id is a spec id, once, with a valid
+severity, its own module, test file and docs section; a check reads traffic exactly when it carries.
+The partition timeline contract matches what the timeline builder writes."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from epoch_audit.contracts.violations import SEVERITIES
+from epoch_audit.gold.registry import REGISTRY
+
+ROOT = Path(__file__).resolve().parents[2]
+GOLD = ROOT / "src" / "epoch_audit" / "gold"
+SPEC_PLACES = (ROOT / "shared" / "spec" / "invariants.md", Path("/work/shared/spec/invariants.md"))
+IDS = [spec.id for spec in REGISTRY]
+
+
+def spec_ids() -> set[str]:
+    """Ids the spec defines: its ``### `id` `` headings and the ids it adds in prose ("Also flag
+    `id`", "Related: `id`", "report `id` instead")."""
+    spec = next((p for p in SPEC_PLACES if p.is_file()), None)
+    if spec is None:
+        pytest.skip("the spec (shared/spec/invariants.md) is not on this machine")
+    text = spec.read_text()
+    pattern = r"^### `([a-z_]+)`|(?:flag|Related:|report)\s+`([a-z_]+)`"
+    return {a or b for a, b in re.findall(pattern, text, re.M)}
+
+
+def test_ids_are_spec_ids_and_unique():
+    assert len(IDS) == len(set(IDS))
+    assert set(IDS) <= spec_ids()
+
+
+@pytest.mark.parametrize("spec", REGISTRY, ids=IDS)
+def test_each_invariant_has_module_test_and_docs(spec):
+    assert spec.severity in SEVERITIES
+    assert (GOLD / "invariants" / f"{spec.id}.py").is_file()
+    assert spec.check.__module__ == f"epoch_audit.gold.invariants.{spec.id}"
+    assert (ROOT / "tests" / "unit" / "invariants" / f"test_{spec.id}.py").is_file()
+    headings = (ROOT / "docs" / "invariants.md").read_text().splitlines()
+    assert f"### `{spec.id}`" in headings
+
+
+@pytest.mark.parametrize("spec", REGISTRY, ids=IDS)
+def test_reads_traffic_exactly_when_it_carries(spec):
+    assert spec.reads_traffic == (spec.carry is not None)
+
+
+def test_timeline_schema_is_what_the_builder_writes(spark):
+    from epoch_audit.contracts.events import EVENT_SCHEMA
+    from epoch_audit.contracts.silver import TIMELINE_SCHEMA
+    from epoch_audit.gold.context import CheckConfig
+    from epoch_audit.silver.partition_timeline import partition_timeline
+
+    built = partition_timeline(spark.createDataFrame([], EVENT_SCHEMA), CheckConfig()).schema
+    assert [(f.name, f.dataType) for f in built.fields] == [(f.name, f.dataType) for f in TIMELINE_SCHEMA.fields]
