@@ -10,49 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from epoch_audit_tools.simulator.episodes import S, restart, restart_candidates
+from epoch_audit_tools.simulator.flows import SECOND_MS, bump_epoch, elect, pick_follower, restart, restart_candidates
 from epoch_audit_tools.simulator.formats import kafka_text as kt
 from epoch_audit_tools.simulator.formats import request_log as rl
 from epoch_audit_tools.simulator.kafka import KafkaSim
-from epoch_audit_tools.simulator.model import Partition
-
-
-# ------------------------------------------------------------------------- shared helpers
-def pick_follower(sim: KafkaSim, min_leo: int = 0, min_le: int = 0) -> tuple[Partition, int] | None:
-    """A live partition with a healthy ISR and an in-sync follower that can be picked on."""
-    cands = []
-    for p in sim.live_parts():
-        s = p.state
-        if s.leader < 0 or not sim.eligible(s.leader) or len(s.isr) < 3 or p.hold or p.leo < min_leo:
-            continue
-        for f in s.isr:
-            rep = p.replicas[f]
-            if f != s.leader and sim.eligible(f) and not rep.stopped and rep.le >= min_le:
-                cands.append((p, f))
-    if not cands:
-        return None
-    return cands[sim.rng.randrange(len(cands))]
-
-
-def elect(sim: KafkaSim, t: int, p: Partition, new_leader: int) -> None:
-    """Move leadership of ``p`` to ``new_leader`` (an ISR member); LE + 1 on every replica."""
-    if sim.kraft:
-        applied = sim.kraft_apply_changes(t, [], [(p, sim.change(p).set_leader(new_leader))])
-        sim.brokers_apply(t + 20, applied)
-    else:
-        sim.zk_decide(t, p, sim.change(p).set_leader(new_leader))
-        sim.zk_send_lai(t + 20, [p], {p.tp: p.state})
-
-
-def bump_epoch(sim: KafkaSim, t: int, p: Partition) -> None:
-    """Schedule a leader move of ``p`` to another ISR member at ``t``."""
-
-    def go(tt: int) -> None:
-        others = [r for r in p.state.isr if r != p.state.leader and sim.eligible(r)]
-        if others:
-            elect(sim, tt, p, others[0])
-
-    sim.at(t, go)
+from epoch_audit_tools.simulator.model import Partition, PartitionChange, PState
 
 
 def fenced_leader_write(sim: KafkaSim, t: int, p: Partition, ld: int, epoch: int, count: int,
@@ -97,10 +59,10 @@ def stale_stop_replica_accepted(sim: KafkaSim, t0: int) -> None:
         others = [r for r in p.state.isr if r != p.state.leader and sim.eligible(r)]
         if others:
             elect(sim, t, p, others[0])
-        sim.at(t + S, lambda t2: sim.catch_up(t2, b, [p]))
+        sim.at(t + SECOND_MS, lambda t2: sim.catch_up(t2, b, [p]))
 
-    sim.at(t0 + 2 * S, deliver)
-    sim.at(t0 + 8 * S, release)
+    sim.at(t0 + 2 * SECOND_MS, deliver)
+    sim.at(t0 + 8 * SECOND_MS, release)
 
 
 def stale_controller_epoch_accepted(sim: KafkaSim, t0: int) -> None:
@@ -135,8 +97,8 @@ def stale_controller_epoch_accepted(sim: KafkaSim, t0: int) -> None:
             elect(sim, t, p, others[0])
 
     sim.at(t0, failover)
-    sim.at(t0 + 3 * S, zombie)
-    sim.at(t0 + 6 * S, heal)
+    sim.at(t0 + 3 * SECOND_MS, zombie)
+    sim.at(t0 + 6 * SECOND_MS, heal)
 
 
 # ------------------------------------------------------------------------- KRaft-only faults
@@ -166,12 +128,12 @@ def stale_broker_epoch_isr_join(sim: KafkaSim, t0: int) -> None:
             sim.truth.add("stale_broker_epoch_isr_join", p.topic, p.index, r, q.state.le,
                           f"replica {r} joined the ISR of {p.tp} on stale evidence, rule {rule}")
             if not rule1:
-                sim.at(t + 3 * S, lambda t2: sim.catch_up(t2, r, [p]))
+                sim.at(t + 3 * SECOND_MS, lambda t2: sim.catch_up(t2, r, [p]))
 
     restart(sim, t0, r, clean=False, expand=join, skip_catch_up=set() if rule1 else {p.tp})
     if not rule1:
         # rule 2 needs the new incarnation to join before any fetch for p: expand it early
-        sim.at(t0 + 15 * S + 3 * S, lambda t: join(t, p))
+        sim.at(t0 + 15 * SECOND_MS + 3 * SECOND_MS, lambda t: join(t, p))
 
 
 def fenced_replica_in_isr(sim: KafkaSim, t0: int) -> None:
@@ -192,7 +154,7 @@ def fenced_replica_in_isr(sim: KafkaSim, t0: int) -> None:
             sim.brokers_apply(t + 20, applied)
 
     restart(sim, t0, b, clean=False, fence_keep={p.tp})
-    sim.at(t0 + 9 * S, check)
+    sim.at(t0 + 9 * SECOND_MS, check)
 
 
 def last_replica_fenced_in_isr(sim: KafkaSim, t0: int) -> None:
@@ -232,14 +194,14 @@ def last_replica_fenced_in_isr(sim: KafkaSim, t0: int) -> None:
             sim.brokers_apply(t + 20, applied)
             followers = [r for r in p.state.replicas if r != ld and sim.eligible(r)]
             for i, r in enumerate(followers):
-                sim.at(t + 2 * S + i * 100, lambda t2, r=r: sim.catch_up(t2, r, [p]))
-                sim.at(t + 4 * S + i * 100, lambda t2, r=r: sim.kraft_expand_isr(t2, p, r))
+                sim.at(t + 2 * SECOND_MS + i * 100, lambda t2, r=r: sim.catch_up(t2, r, [p]))
+                sim.at(t + 4 * SECOND_MS + i * 100, lambda t2, r=r: sim.kraft_expand_isr(t2, p, r))
 
     sim.at(t0, shrink)
-    restart(sim, t0 + 2 * S, ld, clean=False)
-    sim.at(t0 + 9 * S, check)
+    restart(sim, t0 + 2 * SECOND_MS, ld, clean=False)
+    sim.at(t0 + 9 * SECOND_MS, check)
     # the unfence of the restart is at t0 + 2 s + 15 s + 2 s; the leader comes back right after
-    sim.at(t0 + 19 * S + 500, reelect)
+    sim.at(t0 + 19 * SECOND_MS + 500, reelect)
 
 
 # ------------------------------------------------------------------------- both Kafka modes
@@ -278,7 +240,7 @@ def write_accepted_by_fenced_leader(sim: KafkaSim, t0: int) -> None:
             tt = t + gap - (sim.local(ld, t) - move_t)
             times = fenced_leader_write(sim, max(tt, t + 1), p, ld, e, 1, False)
         else:
-            times = fenced_leader_write(sim, t + 2 * S, p, ld, e, 4, variant == "a")
+            times = fenced_leader_write(sim, t + 2 * SECOND_MS, p, ld, e, 4, variant == "a")
         br.alive = False
         p.hold = False
         conf = None
@@ -300,8 +262,8 @@ def write_accepted_by_fenced_leader(sim: KafkaSim, t0: int) -> None:
             br.fenced = True
 
         # (b)/(c): the broker restarts and truncates its stale suffix (never written to its dump)
-        sim.at(t0 + 10 * S, come_back)
-        restart(sim, t0 + 11 * S, ld, clean=False, down_s=8)
+        sim.at(t0 + 10 * SECOND_MS, come_back)
+        restart(sim, t0 + 11 * SECOND_MS, ld, clean=False, down_s=8)
 
 
 def leader_epoch_regression(sim: KafkaSim, t0: int) -> None:
@@ -339,8 +301,8 @@ def leader_epoch_regression(sim: KafkaSim, t0: int) -> None:
             sim.truth.add("leader_epoch_regression", p.topic, p.index, b, e,
                           f"broker {b} accepted a reordered LeaderAndIsr for {p.tp} at leader epoch {e} after {had}")
 
-    sim.at(t0 + 2 * S, reorder)
-    bump_epoch(sim, t0 + 5 * S, p)
+    sim.at(t0 + 2 * SECOND_MS, reorder)
+    bump_epoch(sim, t0 + 5 * SECOND_MS, p)
 
 
 def two_leaders_same_epoch(sim: KafkaSim, t0: int) -> None:
@@ -364,7 +326,7 @@ def two_leaders_same_epoch(sim: KafkaSim, t0: int) -> None:
             if s.leader != y:
                 return
             rep = p.replicas[x]
-            y_logged = sim.local(y, t - 3 * S + 60)
+            y_logged = sim.local(y, t - 3 * SECOND_MS + 60)
             lt = sim.sc(x, t, kt.leader_line(sim.v, x, p.tp, p.topic_id, s.le, rep.leo, s.pe, rep.hw, s.isr, None,
                                              s.le))
             conf = sim.truth.confidence(y_logged, lt) or "suspected"
@@ -373,7 +335,7 @@ def two_leaders_same_epoch(sim: KafkaSim, t0: int) -> None:
             sim.at(t + 300, lambda t2: sim.broker_transition(t2, x, p, p.state, y))
 
         sim.at(t0, legit)
-        sim.at(t0 + 3 * S, bogus)
+        sim.at(t0 + 3 * SECOND_MS, bogus)
         return
     # ZK zombie race
     others = [r for r in p.state.isr if r not in (x, p.state.leader) and sim.eligible(r)]
@@ -395,9 +357,7 @@ def two_leaders_same_epoch(sim: KafkaSim, t0: int) -> None:
     def legit(t: int) -> None:
         sim.zk_update_metadata(t, len(sim.live_parts()))
         base = p.state
-        from epoch_audit_tools.simulator.model import PState
         pre = PState(base.leader, base.le - 1, base.pe - 1, base.isr, base.replicas)
-        from epoch_audit_tools.simulator.model import PartitionChange
         new = PartitionChange(pre, False).set_leader(y).build()
         sim.sc(sim.active, t + 100, kt.ctl_changed_partition(sim.v, sim.active, sim.ce, p.tp, "OnlinePartition",
                                                               "OnlinePartition", kt.api_leader_and_isr(
@@ -418,8 +378,8 @@ def two_leaders_same_epoch(sim: KafkaSim, t0: int) -> None:
     state: dict[str, int] = {}
     sim.at(t0, new_controller)
     sim.at(t0 + 100, zombie)
-    sim.at(t0 + 2 * S, legit)
-    sim.at(t0 + 5 * S, heal)
+    sim.at(t0 + 2 * SECOND_MS, legit)
+    sim.at(t0 + 5 * SECOND_MS, heal)
 
 
 def high_watermark_regression(sim: KafkaSim, t0: int) -> None:
@@ -480,8 +440,8 @@ def high_watermark_regression(sim: KafkaSim, t0: int) -> None:
             sim.zk_send_lai(t + 20, [p], {p.tp: s}, only={r for r in s.replicas if r != b})
 
     sim.at(t0, lambda t: elect(sim, t, p, b))
-    sim.at(t0 + 10 * S, second)
-    sim.at(t0 + 20 * S, third)
+    sim.at(t0 + 10 * SECOND_MS, second)
+    sim.at(t0 + 20 * SECOND_MS, third)
 
 
 def choose_epoch_divergence(sim: KafkaSim, count: int) -> dict[tuple[int, str], tuple[int, int]]:
