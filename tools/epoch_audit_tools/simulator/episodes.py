@@ -41,7 +41,7 @@ def delete_topic(sim: KafkaSim, t0: int, topic: str = "clicks") -> None:
             for b in sorted(sim.brokers):
                 mine = [p.tp for p in parts if b in p.state.replicas]
                 if mine and sim.brokers[b].alive:
-                    sim.sc(b, t + 20, kt.kraft_deleting(b, len(mine)))
+                    sim.log_state_change(b, t + 20, kt.kraft_deleting(b, len(mine)))
                     sim.log(b, "server.log", t + 21, kt.removed_fetcher(b, mine), "kafka-metadata-loader")
         else:
             for p in parts:
@@ -82,7 +82,7 @@ def ineligible_rejection(sim: KafkaSim, t0: int) -> None:
     """KIP-903 working: the first AlterPartition carries the old incarnation's epoch and is rejected
     (INELIGIBLE_REPLICA); the replica joins after a fetch of its new incarnation."""
     cands = restart_candidates(sim)
-    if not cands or not sim.kraft or not sim.v.at_least("3.5"):
+    if not cands or not sim.kraft or not sim.version.at_least("3.5"):
         return unclean_restart(sim, t0)
     b = sim.rng.choice(cands)
     old = sim.brokers[b].epoch

@@ -29,8 +29,8 @@ def fenced_leader_write(sim: KafkaSim, t: int, p: Partition, ld: int, epoch: int
         if to_dump:
             sim.append(ld, p, batch)
         base = batch.last + 1
-        req, resp = rl.produce(sim.v, p.topic, p.index, batch.size, 0, batch.base, acks=1)
-        times.append(sim.req(ld, tt, rl.completed(sim.v, "PRODUCE", sim.next_corr(-ld), f"{p.topic}-producer-2",
+        req, resp = rl.produce(sim.version, p.topic, p.index, batch.size, 0, batch.base, acks=1)
+        times.append(sim.log_request(ld, tt, rl.completed(sim.version, "PRODUCE", sim.next_corr(-ld), f"{p.topic}-producer-2",
                                                   req, resp, sim.conn(ld, 201), 0.7)))
     return times
 
@@ -71,7 +71,7 @@ def stale_controller_epoch_accepted(sim: KafkaSim, t0: int) -> None:
     if pick is None:
         return
     p, b = pick
-    old_c, old_ce = sim.active, sim.ce
+    old_c, old_ce = sim.active, sim.controller_epoch
 
     def failover(t: int) -> None:
         cands = [x for x in sorted(sim.brokers) if x != sim.active and sim.brokers[x].alive]
@@ -79,7 +79,7 @@ def stale_controller_epoch_accepted(sim: KafkaSim, t0: int) -> None:
         sim.zk_update_metadata(t + 300, len(sim.live_parts()))
 
     def zombie(t: int) -> None:
-        if sim.known_ce[b] <= old_ce:
+        if sim.known_controller_epoch[b] <= old_ce:
             return
         p.hold = True
         new = sim.zk_decide(t, p, sim.change(p, controller_isr_removal=True).set_isr(p.state.isr),
@@ -88,7 +88,7 @@ def stale_controller_epoch_accepted(sim: KafkaSim, t0: int) -> None:
         if acc:
             sim.truth.add("stale_controller_epoch_accepted", p.topic, p.index, b, new.le,
                           f"broker {b} applied LeaderAndIsr for {p.tp} (leader epoch {new.le}) from controller "
-                          f"{old_c} epoch {old_ce} after seeing controller epoch {sim.known_ce[b]}")
+                          f"{old_c} epoch {old_ce} after seeing controller epoch {sim.known_controller_epoch[b]}")
 
     def heal(t: int) -> None:
         p.hold = False
@@ -114,7 +114,7 @@ def stale_broker_epoch_isr_join(sim: KafkaSim, t0: int) -> None:
     p, r = parts[sim.rng.randrange(len(parts))]
     n = sim.stats["fault:stale_broker_epoch_isr_join"]
     sim.stats["fault:stale_broker_epoch_isr_join"] += 1
-    rule1 = sim.v.at_least("3.5") and n % 2 == 1
+    rule1 = sim.version.at_least("3.5") and n % 2 == 1
     old_epoch = sim.brokers[r].epoch
 
     def join(t: int, q: Partition) -> None:
@@ -170,17 +170,17 @@ def last_replica_fenced_in_isr(sim: KafkaSim, t0: int) -> None:
         s = p.state
         out = [x for x in s.isr if x != ld]
         lrep = p.replicas[ld]
-        sim.log(ld, "server.log", t, kt.isr_shrink(sim.v, p.tp, ld, s.isr, (ld,), lrep.hw, lrep.leo,
+        sim.log(ld, "server.log", t, kt.isr_shrink(sim.version, p.tp, ld, s.isr, (ld,), lrep.hw, lrep.leo,
                                                    [(x, p.replicas[x].leo, sim.local(ld, t) - 30000) for x in out]),
                 "kafka-scheduler-2")
-        epochs = [(ld, sim.brokers[ld].epoch if sim.v.at_least("3.5") else -1)]
+        epochs = [(ld, sim.brokers[ld].epoch if sim.version.at_least("3.5") else -1)]
         applied = sim.kraft_apply_changes(t + 5, [], [(p, sim.change(p).set_isr((ld,)))])
         new = applied[0][2]
-        req, resp = rl.alter_partition(sim.v, ld, sim.brokers[ld].epoch, p.topic, p.topic_id, p.index, s.le, epochs,
+        req, resp = rl.alter_partition(sim.version, ld, sim.brokers[ld].epoch, p.topic, p.topic_id, p.index, s.le, epochs,
                                        s.pe, 0, new.le, new.isr, new.pe)
-        sim.req(sim.active, t + 7, rl.completed(sim.v, "ALTER_PARTITION", sim.next_corr(ld + 500), str(ld), req, resp,
+        sim.log_request(sim.active, t + 7, rl.completed(sim.version, "ALTER_PARTITION", sim.next_corr(ld + 500), str(ld), req, resp,
                                                 sim.conn(sim.active, ld), 2.0, "CONTROLLER"))
-        sim.log(ld, "server.log", t + 15, kt.isr_updated(sim.v, p.tp, ld, new.isr, new.pe), "kafka-scheduler-2")
+        sim.log(ld, "server.log", t + 15, kt.isr_updated(sim.version, p.tp, ld, new.isr, new.pe), "kafka-scheduler-2")
         sim.brokers_apply(t + 20, applied, skip={ld} if new.le == s.le else set())
 
     def check(t: int) -> None:
@@ -280,7 +280,7 @@ def leader_epoch_regression(sim: KafkaSim, t0: int) -> None:
         # remember the epoch it held before going down (restart() resets the in-memory value)
         def replay(t: int) -> None:
             s = p.state
-            sim.sc(b, t, kt.follower_line(sim.v, b, p.tp, had_le - 1, p.replicas[b].leo, s.pe, p.replicas[b].hw,
+            sim.log_state_change(b, t, kt.follower_line(sim.version, b, p.tp, had_le - 1, p.replicas[b].leo, s.pe, p.replicas[b].hw,
                                           s.leader, None, -1))
             sim.truth.add("leader_epoch_regression", p.topic, p.index, b, had_le - 1,
                           f"broker {b} replayed a stale metadata image and logged leader epoch {had_le - 1} for "
@@ -327,7 +327,7 @@ def two_leaders_same_epoch(sim: KafkaSim, t0: int) -> None:
                 return
             rep = p.replicas[x]
             y_logged = sim.local(y, t - 3 * SECOND_MS + 60)
-            lt = sim.sc(x, t, kt.leader_line(sim.v, x, p.tp, p.topic_id, s.le, rep.leo, s.pe, rep.hw, s.isr, None,
+            lt = sim.log_state_change(x, t, kt.leader_line(sim.version, x, p.tp, p.topic_id, s.le, rep.leo, s.pe, rep.hw, s.isr, None,
                                              s.le))
             conf = sim.truth.confidence(y_logged, lt) or "suspected"
             sim.truth.add("two_leaders_same_epoch", p.topic, p.index, x, s.le,
@@ -342,7 +342,7 @@ def two_leaders_same_epoch(sim: KafkaSim, t0: int) -> None:
     if not others:
         return
     y = others[0]
-    old_c, old_ce = sim.active, sim.ce
+    old_c, old_ce = sim.active, sim.controller_epoch
 
     def new_controller(t: int) -> None:
         p.hold = True
@@ -359,9 +359,9 @@ def two_leaders_same_epoch(sim: KafkaSim, t0: int) -> None:
         base = p.state
         pre = PState(base.leader, base.le - 1, base.pe - 1, base.isr, base.replicas)
         new = PartitionChange(pre, False).set_leader(y).build()
-        sim.sc(sim.active, t + 100, kt.ctl_changed_partition(sim.v, sim.active, sim.ce, p.tp, "OnlinePartition",
+        sim.log_state_change(sim.active, t + 100, kt.ctl_changed_partition(sim.version, sim.active, sim.controller_epoch, p.tp, "OnlinePartition",
                                                               "OnlinePartition", kt.api_leader_and_isr(
-                                                                  sim.v, y, new.le, new.isr, new.pe)))
+                                                                  sim.version, y, new.le, new.isr, new.pe)))
         p.state = new
         sim.zk_send_lai(t + 150, [p], {p.tp: new})
         y_logged = sim.local(y, t + 150)
@@ -388,7 +388,7 @@ def high_watermark_regression(sim: KafkaSim, t0: int) -> None:
     n = sim.stats["fault:high_watermark_regression"]
     sim.stats["fault:high_watermark_regression"] += 1
     if n % 2 == 1:
-        cands = [(b, tp, hw) for (b, tp), hw in sorted(sim.ckpt_last.items())
+        cands = [(b, tp, hw) for (b, tp), hw in sorted(sim.last_checkpoint_hw.items())
                  if hw > 1 and sim.brokers[b].alive and any(p.tp == tp and not p.deleted for p in sim.parts)]
         if not cands:
             return
@@ -397,7 +397,7 @@ def high_watermark_regression(sim: KafkaSim, t0: int) -> None:
         def dip(t: int) -> None:
             p = next(q for q in sim.parts if q.tp == tp)
             low = max(0, min(hw, p.replicas[b].hw) - sim.rng.randint(1, 5))
-            if not sim.brokers[b].alive or low >= sim.ckpt_last.get((b, tp), -1):
+            if not sim.brokers[b].alive or low >= sim.last_checkpoint_hw.get((b, tp), -1):
                 return
             sim.checkpoint_copy(t, b, dip=(tp, low))
             sim.truth.add("high_watermark_regression", p.topic, p.index, b, None,
@@ -426,7 +426,7 @@ def high_watermark_regression(sim: KafkaSim, t0: int) -> None:
         if not sim.kraft:
             sim.zk_decide(t, p, sim.change(p).set_leader(b))
         s = p.state
-        sim.sc(b, t + 20, kt.leader_line(sim.v, b, p.tp, p.topic_id, s.le, rep.leo, s.pe, low, s.isr, first, rep.le))
+        sim.log_state_change(b, t + 20, kt.leader_line(sim.version, b, p.tp, p.topic_id, s.le, rep.leo, s.pe, low, s.isr, first, rep.le))
         rep.assign_epoch(s.le, rep.leo)
         rep.led_epochs.add(s.le)
         rep.le = s.le

@@ -34,7 +34,7 @@ def startup(sim: KafkaSim, t: int, b: int) -> None:
     """A fresh broker process logs its state for every hosted partition (current epochs)."""
     parts = [p for p in sim.live_parts() if b in p.state.replicas and p.replicas[b].hosted]
     if sim.kraft:
-        sim.sc(b, t, kt.kraft_transitioning(b, len(parts), False))
+        sim.log_state_change(b, t, kt.kraft_transitioning(b, len(parts), False))
         for p in parts:
             sim.broker_transition(t, b, p, p.state, p.state.leader if p.state.leader >= 0 else None)
 
@@ -75,7 +75,7 @@ def restart(sim: KafkaSim, t0: int, b: int, clean: bool, down_s: int = 15,
             br.alive, br.fenced = True, False
             br.epoch = old_epoch + sim.rng.randint(1000, 5000)
             br.registrations += 1
-            sim.known_ce[b] = 0
+            sim.known_controller_epoch[b] = 0
             parts = [p for p in sim.live_parts() if b in p.state.replicas]
             sim.zk_update_metadata(t + 200, len(sim.live_parts()))
             sim.zk_send_lai(t + 400, parts, {p.tp: p.state for p in parts}, only={b})
