@@ -8,8 +8,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from epoch_audit_tools import bench as bench_module
-from epoch_audit_tools.bench import _stages, corpus_for, plan_parameters
+from epoch_audit_tools import bench_corpus
+from epoch_audit_tools.bench import _stages
+from epoch_audit_tools.bench_corpus import corpus_for, plan_parameters
 
 from epoch_audit.cli import main
 
@@ -45,7 +46,7 @@ def test_corpus_off_by_more_than_10_percent_is_generated_again(tmp_path, monkeyp
         (out / "manifest.json").write_text(json.dumps(manifest))
         return manifest
 
-    monkeypatch.setattr(bench_module, "_simulate", fake_simulate)
+    monkeypatch.setattr(bench_corpus, "_simulate", fake_simulate)
     (tmp_path / "calibration-kafka-kraft-s1-b5p40.json").write_text(
         json.dumps({"base_lines_per_hour": 0.0, "lines_per_hour_per_rate": 20_000.0}))
     path, manifest, info = corpus_for(tmp_path, "kafka-kraft", 1, 3_000_000)

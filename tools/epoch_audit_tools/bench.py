@@ -14,6 +14,9 @@
    three core checks with ASOF JOIN over our bronze and silver tables exported as Parquet;
    ``violations_agree`` says whether both engines found the same violations for those invariants.
 4. A table on the console; with ``--json`` one object with every figure and the machine facts.
+
+This module runs the stages and the baseline; the corpus is :mod:`.bench_corpus`, the /proc
+sampling :mod:`.bench_resources`, the figures and the table :mod:`.bench_report`.
 """
 
 from __future__ import annotations
@@ -22,40 +25,28 @@ import argparse
 import json
 import logging
 import os
-import platform
-import re
 import shutil
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
+from epoch_audit_tools.bench_corpus import CORPUS_ROOT, REPO, corpus_for
+from epoch_audit_tools.bench_report import (
+    CORE_INVARIANTS,
+    STAGE_ORDER,
+    commit_id,
+    machine_facts,
+    render_table,
+    spark_cores,
+    stage_results,
+)
+from epoch_audit_tools.bench_resources import MemorySampler, cpu_seconds, rss_kb, self_cpu_seconds
+
 log = logging.getLogger("epoch_audit.bench")
 
-REPO = Path(__file__).resolve().parents[2]
-CORPUS_ROOT = REPO / "benchmarks" / "corpus"
 RESULTS_DIR = REPO / "benchmarks" / "results"
-STAGE_ORDER = ("ingest", "timelines", "checks")
-# Cluster shape: 5 brokers x 40 partitions from 10^4 lines up (the measured sizes share one shape);
-# smoke sizes use the smallest cluster the simulator allows, so a test corpus has few files.
-FULL_SHAPE = (5, 40)
-SMOKE_SHAPE = (3, 4)
-SMOKE_BELOW = 10_000
-PILOT_HOURS = 0.25
-PILOT_RATES = (2.0, 10.0)
-MIN_HOURS, MAX_HOURS = 0.1, 72.0
-# Lines per simulated hour fall over a long run (short pilots overshoot: 10^7 asked, 7.3 M made in
-# 24 h): a corpus off by more than this is generated once more with its hours scaled to fit.
-MAX_DEVIATION = 0.10
-# Invariants both engines check (the DuckDB side implements exactly these rules).
-CORE_INVARIANTS = ("write_accepted_by_fenced_leader", "stale_stop_replica_accepted", "stale_broker_epoch_isr_join")
-# Our event types the DuckDB parse produces, for the parse-count comparison.
-PARSED_TYPES = (
-    "become_leader", "become_follower", "stop_replica_received", "stop_replica_fenced",
-    "request_produce", "request_fetch", "data_batch",
-)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -76,220 +67,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--debug", action="store_true", help="show tracebacks and Spark logs")
 
 
-# --- corpus ---------------------------------------------------------------------------------
-
-
-def _total_lines(manifest: dict[str, Any]) -> int:
-    return int(sum(manifest.get("file_line_counts", {}).values()))
-
-
-def shape(events: int) -> tuple[int, int]:
-    """(brokers, partitions) of the simulated cluster for a corpus of ``events`` lines."""
-    return SMOKE_SHAPE if events < SMOKE_BELOW else FULL_SHAPE
-
-
-def _simulate(out: Path, seed: int, mode: str, hours: float, rate: float, cluster: tuple[int, int]) -> dict[str, Any]:
-    from epoch_audit_tools.simulator import simulate
-
-    brokers, partitions = cluster
-    return simulate(out, seed, mode=mode, brokers=brokers, partitions=partitions, hours=hours,
-                    produce_rate=rate, faults="default", progress=False, cluster_id=f"bench-{mode}")
-
-
-def calibrate(root: Path, mode: str, seed: int, cluster: tuple[int, int]) -> dict[str, float]:
-    """Lines per simulated hour = base + per_rate x produce_rate, from two pilots (cached)."""
-    cache = root / f"calibration-{mode}-s{seed}-b{cluster[0]}p{cluster[1]}.json"
-    if cache.is_file():
-        return json.loads(cache.read_text())
-    per_hour = []
-    with tempfile.TemporaryDirectory(prefix="epoch-bench-pilot-") as tmp:
-        for rate in PILOT_RATES:
-            manifest = _simulate(Path(tmp) / f"r{rate}", seed, mode, PILOT_HOURS, rate, cluster)
-            per_hour.append(_total_lines(manifest) / PILOT_HOURS)
-    per_rate = max((per_hour[1] - per_hour[0]) / (PILOT_RATES[1] - PILOT_RATES[0]), 1e-6)
-    base = max(per_hour[0] - per_rate * PILOT_RATES[0], 0.0)
-    result = {"base_lines_per_hour": base, "lines_per_hour_per_rate": per_rate,
-              "pilot_hours": PILOT_HOURS, "pilot_rates": list(PILOT_RATES), "pilot_lines_per_hour": per_hour}
-    root.mkdir(parents=True, exist_ok=True)
-    cache.write_text(json.dumps(result, indent=1))
-    return result
-
-
-def plan_parameters(events: int, cal: dict[str, float]) -> dict[str, float]:
-    """Hours and produce rate expected to give ``events`` lines: the simulator's default rate (20/s)
-    for as many hours as needed, within [0.1, 24] hours, then the rate is scaled to fit."""
-    base, per_rate = cal["base_lines_per_hour"], cal["lines_per_hour_per_rate"]
-    rate = 20.0
-    hours = events / (base + per_rate * rate)
-    if hours > MAX_HOURS or hours < MIN_HOURS:
-        hours = min(max(hours, MIN_HOURS), MAX_HOURS)
-        rate = max((events / hours - base) / per_rate, 0.01)
-    hours = round(hours, 4)
-    rate = round(rate, 4)
-    return {"hours": hours, "produce_rate": rate, "predicted_lines": round(hours * (base + per_rate * rate))}
-
-
-def corpus_for(root: Path, mode: str, seed: int, events: int) -> tuple[Path, dict[str, Any], dict[str, Any]]:
-    """The corpus directory for (mode, seed, size), generated unless already there; (path, manifest, info)."""
-    path = root / f"{mode}-s{seed}-n{events}"
-    manifest_file = path / "manifest.json"
-    info: dict[str, Any] = {"path": str(path), "reused": manifest_file.is_file()}
-    if manifest_file.is_file():
-        manifest = json.loads(manifest_file.read_text())
-        info["generate_seconds"] = None
-    else:
-        cluster = shape(events)
-        cal = calibrate(root, mode, seed, cluster)
-        params = plan_parameters(events, cal)
-        log.info("bench: generating %s corpus of ~%d lines (%s)", mode, events, params)
-        started = time.perf_counter()
-        manifest = _simulate(path, seed, mode, params["hours"], params["produce_rate"], cluster)
-        made = _total_lines(manifest)
-        scaled = round(min(max(params["hours"] * events / max(made, 1), MIN_HOURS), MAX_HOURS), 4)
-        if events >= SMOKE_BELOW and abs(made - events) > MAX_DEVIATION * events and scaled != params["hours"]:
-            log.info("bench: %d lines made in %.4g h: generating again for %.4g h", made, params["hours"], scaled)
-            shutil.rmtree(path)
-            params = {**params, "first_attempt": {"hours": params["hours"], "lines": made}, "hours": scaled}
-            manifest = _simulate(path, seed, mode, params["hours"], params["produce_rate"], cluster)
-        info["generate_seconds"] = round(time.perf_counter() - started, 1)
-        (path / "bench-plan.json").write_text(json.dumps({"calibration": cal, **params}, indent=1))
-    plan_file = path / "bench-plan.json"
-    plan = json.loads(plan_file.read_text()) if plan_file.is_file() else {}
-    actual = _total_lines(manifest)
-    info.update(
-        requested_events=events,
-        actual_lines=actual,
-        deviation_pct=round(100.0 * (actual - events) / events, 1) if events else None,
-        simulator={**{k: manifest["parameters"][k] for k in ("mode", "brokers", "partitions", "hours",
-                                                             "produce_rate", "kafka_version")}},
-        predicted_lines=plan.get("predicted_lines"),
-        calibration=plan.get("calibration"),
-        bytes=sum(p.stat().st_size for p in path.rglob("*") if p.is_file()),
-    )
-    return path, manifest, info
-
-
-# --- memory sampling --------------------------------------------------------------------------
-
-
-def _rss_kb(pid: int, field: str = "VmRSS") -> int:
-    try:
-        with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as fh:
-            for line in fh:
-                if line.startswith(field + ":"):
-                    return int(line.split()[1])
-    except (OSError, ValueError):
-        pass
-    return 0
-
-
-def _children_map() -> dict[int, list[int]]:
-    children: dict[int, list[int]] = {}
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry.name}/stat", encoding="ascii", errors="replace") as fh:
-                stat = fh.read()
-        except OSError:
-            continue
-        ppid = int(stat[stat.rindex(")") + 2 :].split()[1])
-        children.setdefault(ppid, []).append(int(entry.name))
-    return children
-
-
-def _python_workers(jvm_pid: int) -> list[int]:
-    """PySpark daemon and worker processes under the JVM (every python descendant)."""
-    children = _children_map()
-    found, todo = [], list(children.get(jvm_pid, []))
-    while todo:
-        pid = todo.pop()
-        todo.extend(children.get(pid, []))
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as fh:
-                cmd = fh.read().replace(b"\0", b" ")
-        except OSError:
-            continue
-        if b"python" in cmd or b"pyspark" in cmd:
-            found.append(pid)
-    return found
-
-
-def _cpu_ticks(pid: int) -> int:
-    """utime + stime + cutime + cstime of ``pid`` (clock ticks; children only once reaped)."""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as fh:
-            fields = fh.read().rsplit(")", 1)[1].split()
-        return sum(int(x) for x in fields[11:15])
-    except (OSError, ValueError, IndexError):
-        return 0
-
-
-def cpu_seconds(jvm_pid: int | None) -> float:
-    """CPU seconds used so far by the driver JVM, this Python driver and the PySpark workers.
-
-    Workers that exited count through their reaped parent (the daemon's, or the JVM's, cutime).
-    On a shared machine this is the figure that does not depend on the other tenants' load.
-    """
-    ticks = _cpu_ticks(os.getpid())
-    if jvm_pid:
-        ticks += _cpu_ticks(jvm_pid) + sum(_cpu_ticks(p) for p in _python_workers(jvm_pid))
-    return ticks / os.sysconf("SC_CLK_TCK")
-
-
-class MemorySampler:
-    """Samples RSS of the driver JVM, this Python driver and the PySpark workers every ``interval`` s.
-
-    Peaks are kept overall and per stage label (``stage`` attribute); MB = 2^20 bytes.
-    """
-
-    def __init__(self, jvm_pid: int | None, interval: float = 0.2) -> None:
-        self.jvm_pid = jvm_pid
-        self.interval = interval
-        self.stage = "startup"
-        self.peaks: dict[str, dict[str, float]] = {}
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="bench-memory", daemon=True)
-
-    def start(self) -> MemorySampler:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(timeout=5)
-
-    def sample(self) -> None:
-        jvm = _rss_kb(self.jvm_pid) if self.jvm_pid else 0
-        py = _rss_kb(os.getpid())
-        workers = [_rss_kb(p) for p in _python_workers(self.jvm_pid)] if self.jvm_pid else []
-        now = {
-            "driver_rss_mb": (jvm + py) / 1024,
-            "jvm_rss_mb": jvm / 1024,
-            "python_driver_rss_mb": py / 1024,
-            "python_workers_rss_mb": sum(workers) / 1024,
-            "python_worker_max_rss_mb": max(workers, default=0) / 1024,
-            "python_workers": float(len(workers)),
-        }
-        for label in (self.stage, "all"):
-            peak = self.peaks.setdefault(label, {})
-            for key, value in now.items():
-                peak[key] = max(peak.get(key, 0.0), value)
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            self.sample()
-            self._stop.wait(self.interval)
-
-    def stage_peaks(self, label: str) -> dict[str, float]:
-        return {k: round(v, 1) for k, v in self.peaks.get(label, {}).items()}
-
-
 # --- our pipeline -----------------------------------------------------------------------------
-
-
-def _count(df: Any) -> int:
-    return int(df.count())
 
 
 def run_ours(spark: Any, storage: Any, corpus: Path, config: Any, stages: list[str],
@@ -386,106 +164,48 @@ def bronze_counts(storage: Any) -> dict[str, int]:
     return {r["event_type"]: int(r["count"]) for r in rows}
 
 
-# --- report -----------------------------------------------------------------------------------
+# --- DuckDB -----------------------------------------------------------------------------------
 
 
-def _self_cpu() -> float:
-    """CPU seconds of this process (DuckDB runs its threads here)."""
-    t = os.times()
-    return t.user + t.system
+def run_duckdb(spark: Any, storage: Any, corpus: Path, work: Path, stages: list[str], requested: list[str],
+               ours_keys: set[tuple]) -> tuple[dict[str, Any], bool | None]:
+    """The DuckDB baseline in this process: parse the raw corpus, prepare and check over our exported
+    bronze and silver, each timed. Returns its figures and whether both engines found the same core
+    violations (None when the checks did not run)."""
+    from epoch_audit_tools import duckdb_baseline as baseline  # duckdb is an optional dependency
 
-
-def _ratio(ours: float | None, theirs: float | None) -> float | None:
-    if ours is None or theirs is None or theirs <= 0:
-        return None
-    return round(ours / theirs, 2)
-
-
-def spark_cores(spark: Any) -> int:
-    """Cores Spark's local master runs tasks on (local[N], local[*], local); else its default parallelism."""
-    master = spark.sparkContext.master or ""
-    m = re.fullmatch(r"local\[(\d+|\*)(?:,\s*\d+)?\]", master)
-    if master == "local":
-        return 1
-    if m:
-        return int(m.group(1)) if m.group(1) != "*" else (os.cpu_count() or 1)
-    return int(spark.sparkContext.defaultParallelism)
-
-
-def machine_facts(spark: Any) -> dict[str, Any]:
-    import pyspark
-
-    mem_kb = 0
-    try:
-        with open("/proc/meminfo", encoding="ascii") as fh:
-            mem_kb = int(next(line for line in fh if line.startswith("MemTotal:")).split()[1])
-    except (OSError, StopIteration, ValueError):
-        pass
-    try:
-        import duckdb
-
-        duck_version: str | None = duckdb.__version__
-    except ImportError:
-        duck_version = None
-    conf = spark.sparkContext.getConf()
-    keys = ("spark.master", "spark.driver.memory", "spark.sql.shuffle.partitions", "spark.default.parallelism",
-            "spark.sql.adaptive.enabled")
-    return {
-        "cores": os.cpu_count(),
-        "spark_cores": spark_cores(spark),
-        "memory_gb": round(mem_kb / 1024 / 1024, 1),
-        "load_average": [round(x, 2) for x in os.getloadavg()],
-        "platform": platform.platform(),
-        "python": platform.python_version(),
-        "spark_version": spark.version,
-        "pyspark_version": pyspark.__version__,
-        "duckdb_version": duck_version,
-        "spark_conf": {k: conf.get(k, None) for k in keys},
-    }
-
-
-def render_table(result: dict[str, Any], to_stderr: bool) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    console = Console(stderr=to_stderr)
-    table = Table(title=f"epoch-audit bench: {result['mode']}, {result['lines']:,} lines, "
-                        f"{result['bronze_events'] or 0:,} bronze events")
-    for col in ("stage", "ours s", "ours CPU s", "DuckDB s", "DuckDB CPU s", "ours / DuckDB", "ours rate",
-                "peak driver RSS MB"):
-        table.add_column(col, justify="right" if col != "stage" else "left")
-    for stage in STAGE_ORDER:
-        s = result["stages"].get(stage)
-        if not s:
-            continue
-        rate = s.get("lines_per_second") or s.get("rows_per_second")
-        unit = "lines/s" if "lines_per_second" in s else "rows/s"
-        table.add_row(
-            stage,
-            f"{s['seconds']:.1f}" if s["seconds"] is not None else "-",
-            f"{s['cpu_seconds']:.1f}",
-            f"{s['duckdb_seconds']:.2f}" if s.get("duckdb_seconds") is not None else "-",
-            f"{s['duckdb_cpu_seconds']:.1f}" if s.get("duckdb_cpu_seconds") is not None else "-",
-            f"{s['ratio']:.1f}x" if s.get("ratio") is not None else "-",
-            f"{rate:,.0f} {unit}" if rate else "-",
-            f"{s['memory'].get('driver_rss_mb', 0):,.0f}" if s.get("memory") else "-",
-        )
-        if stage == "checks" and s.get("core_seconds") is not None:
-            table.add_row("  checks (3 core invariants)", f"{s['core_seconds']:.1f}", "-",
-                          f"{s['duckdb_seconds']:.2f}" if s.get("duckdb_seconds") is not None else "-", "-",
-                          f"{s['core_ratio']:.1f}x" if s.get("core_ratio") is not None else "-", "-", "-")
-    console.print(table)
-    console.print(
-        f"corpus: {result['corpus']['actual_lines']:,} lines written for {result['events']:,} requested "
-        f"({result['corpus']['deviation_pct']:+.1f}%); peak driver RSS {result['peak_driver_rss_mb']:,.0f} MB, "
-        f"peak Python workers RSS {result['peak_python_workers_rss_mb']:,.0f} MB; "
-        f"violations_agree={result['violations_agree']}"
-    )
-    d = result.get("detection")
-    if d:
-        console.print(f"against truth.jsonl: precision {d['precision']}, recall {d['recall']} "
-                      f"({d['true_positives']} found; false positives {d['false_positives'] or 'none'}; "
-                      f"false negatives {d['false_negatives'] or 'none'})")
+    duck: dict[str, Any] = {}
+    agree: bool | None = None
+    # Same cores as Spark, a fixed memory limit (its default is 80 % of RAM, in this process),
+    # spilling into the scratch directory.
+    con = baseline.connect(threads=spark_cores(spark), memory_limit=baseline.DEFAULT_MEMORY_LIMIT,
+                           temp_directory=work / "duckdb_tmp")
+    duck["settings"] = {"memory_limit_requested": baseline.DEFAULT_MEMORY_LIMIT, **baseline.settings(con)}
+    if "ingest" in requested:
+        started, cpu0 = time.perf_counter(), self_cpu_seconds()
+        duck["parse"] = baseline.parse(con, corpus, work / "duckdb_parsed")
+        duck["parse"]["seconds"] = round(time.perf_counter() - started, 3)
+        duck["parse"]["cpu_seconds"] = round(self_cpu_seconds() - cpu0, 1)
+    if "timelines" in stages:
+        duck["export_seconds"] = export_for_duckdb(storage, work / "export")
+        started, cpu0 = time.perf_counter(), self_cpu_seconds()
+        duck["prepare_steps"] = baseline.prepare(con, work / "export")
+        duck["prepare_seconds"] = round(time.perf_counter() - started, 3)
+        duck["prepare_cpu_seconds"] = round(self_cpu_seconds() - cpu0, 1)
+    if "checks" in stages:
+        started, cpu0 = time.perf_counter(), self_cpu_seconds()
+        duck_keys, duck["check_steps"] = baseline.checks(con)
+        duck["checks_seconds"] = round(time.perf_counter() - started, 3)
+        duck["checks_cpu_seconds"] = round(self_cpu_seconds() - cpu0, 1)
+        agree = duck_keys == ours_keys
+        duck["violations"] = {
+            "ours": sorted(map(list, ours_keys), key=str),
+            "duckdb": sorted(map(list, duck_keys), key=str),
+            "only_ours": sorted(map(list, ours_keys - duck_keys), key=str),
+            "only_duckdb": sorted(map(list, duck_keys - ours_keys), key=str),
+        }
+    con.close()
+    return duck, agree
 
 
 # --- entry point ------------------------------------------------------------------------------
@@ -540,95 +260,26 @@ def run(args: argparse.Namespace) -> int:
         sampler.stage = "core_checks"
         core = time_core_checks(spark, storage, config) if "checks" in stages else {}
         sampler.stage = "baseline"
-        duck: dict[str, Any] = {}
-        agree: bool | None = None
         ours_keys = our_core_violations(storage) if "checks" in stages else set()
         detection = detection_quality(storage, corpus) if "checks" in stages else None
         counts = bronze_counts(storage)
         if args.baseline == "duckdb":
-            from epoch_audit_tools import duckdb_baseline as baseline
-            # Same cores as Spark, a fixed memory limit (its default is 80 % of RAM, in this process),
-            # spilling into the scratch directory.
-            con = baseline.connect(threads=spark_cores(spark), memory_limit=baseline.DEFAULT_MEMORY_LIMIT,
-                                   temp_directory=work / "duckdb_tmp")
-            duck["settings"] = {"memory_limit_requested": baseline.DEFAULT_MEMORY_LIMIT, **baseline.settings(con)}
-            if "ingest" in requested:
-                started, cpu0 = time.perf_counter(), _self_cpu()
-                duck["parse"] = baseline.parse(con, corpus, work / "duckdb_parsed")
-                duck["parse"]["seconds"] = round(time.perf_counter() - started, 3)
-                duck["parse"]["cpu_seconds"] = round(_self_cpu() - cpu0, 1)
-            if "timelines" in stages:
-                duck["export_seconds"] = export_for_duckdb(storage, work / "export")
-                started, cpu0 = time.perf_counter(), _self_cpu()
-                duck["prepare_steps"] = baseline.prepare(con, work / "export")
-                duck["prepare_seconds"] = round(time.perf_counter() - started, 3)
-                duck["prepare_cpu_seconds"] = round(_self_cpu() - cpu0, 1)
-            if "checks" in stages:
-                started, cpu0 = time.perf_counter(), _self_cpu()
-                duck_keys, duck["check_steps"] = baseline.checks(con)
-                duck["checks_seconds"] = round(time.perf_counter() - started, 3)
-                duck["checks_cpu_seconds"] = round(_self_cpu() - cpu0, 1)
-                agree = duck_keys == ours_keys
-                duck["violations"] = {
-                    "ours": sorted(map(list, ours_keys), key=str),
-                    "duckdb": sorted(map(list, duck_keys), key=str),
-                    "only_ours": sorted(map(list, ours_keys - duck_keys), key=str),
-                    "only_duckdb": sorted(map(list, duck_keys - ours_keys), key=str),
-                }
-            con.close()
+            duck, agree = run_duckdb(spark, storage, corpus, work, stages, requested, ours_keys)
+        else:
+            duck, agree = {}, None
         sampler.sample()
     finally:
         sampler.stop()
         if not args.work:
             shutil.rmtree(work, ignore_errors=True)
 
-    ingest_detail = ours.get("ingest", {}).get("detail", {})
-    lines = int(ingest_detail.get("lines_read") or 0)
+    stages_out = stage_results(ours, duck, core, counts, requested, sampler)
+    lines = int(ours.get("ingest", {}).get("detail", {}).get("lines_read") or 0)
     bronze_total = sum(counts.values()) if counts else None
-    stages_out: dict[str, Any] = {}
-    for stage in STAGE_ORDER:
-        if stage not in ours:
-            continue
-        s: dict[str, Any] = {"seconds": ours[stage]["seconds"], "cpu_seconds": ours[stage]["cpu_seconds"],
-                             "memory": sampler.stage_peaks(stage),
-                             "requested": stage in requested, "duckdb_seconds": None, "ratio": None}
-        if stage == "ingest":
-            s["lines_per_second"] = round(lines / s["seconds"]) if s["seconds"] else None
-            s["bronze_events"] = bronze_total
-            s["detail"] = ingest_detail
-            if "parse" in duck:
-                p = duck["parse"]
-                s["duckdb_seconds"] = p["seconds"]
-                s["duckdb_cpu_seconds"] = p["cpu_seconds"]
-                s["duckdb_lines"] = p["lines"]
-                s["duckdb_lines_per_second"] = round(p["lines"] / p["seconds"]) if p["seconds"] else None
-                s["duckdb_steps"] = p["seconds_by_family"]
-                s["parse_counts"] = {t: {"ours": counts.get(t, 0), "duckdb": p["rows"].get(t, 0)} for t in PARSED_TYPES}
-                s["parse_counts_agree"] = all(v["ours"] == v["duckdb"] for v in s["parse_counts"].values())
-        elif stage == "timelines":
-            s["rows_per_second"] = round(bronze_total / s["seconds"]) if bronze_total and s["seconds"] else None
-            s["tables"] = ours[stage]["detail"].get("tables")
-            if "prepare_seconds" in duck:
-                s["duckdb_seconds"] = duck["prepare_seconds"]
-                s["duckdb_cpu_seconds"] = duck["prepare_cpu_seconds"]
-                s["duckdb_steps"] = duck["prepare_steps"]
-                s["duckdb_export_seconds"] = duck["export_seconds"]
-        else:
-            s["rows_per_second"] = round(bronze_total / s["seconds"]) if bronze_total and s["seconds"] else None
-            s["violations"] = ours[stage]["detail"].get("violations")
-            s["core_seconds"] = round(sum(core.values()), 3) if core else None
-            s["core_steps"] = core
-            if "checks_seconds" in duck:
-                s["duckdb_seconds"] = duck["checks_seconds"]
-                s["duckdb_cpu_seconds"] = duck["checks_cpu_seconds"]
-                s["duckdb_steps"] = duck["check_steps"]
-                s["core_ratio"] = _ratio(s["core_seconds"], s["duckdb_seconds"])
-        s["ratio"] = _ratio(s["seconds"], s["duckdb_seconds"])
-        stages_out[stage] = s
     overall = sampler.stage_peaks("all")
     result: dict[str, Any] = {
         "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "commit": _commit(),
+        "commit": commit_id(),
         "mode": args.mode,
         "seed": args.seed,
         "events": args.events,
@@ -642,7 +293,7 @@ def run(args: argparse.Namespace) -> int:
         "peak_python_driver_rss_mb": overall.get("python_driver_rss_mb", 0.0),
         "peak_python_workers_rss_mb": overall.get("python_workers_rss_mb", 0.0),
         "peak_python_worker_rss_mb": overall.get("python_worker_max_rss_mb", 0.0),
-        "jvm_peak_rss_hwm_mb": round(_rss_kb(jvm_pid, "VmHWM") / 1024, 1) if jvm_pid else None,
+        "jvm_peak_rss_hwm_mb": round(rss_kb(jvm_pid, "VmHWM") / 1024, 1) if jvm_pid else None,
         "violations_agree": agree,
         "detection": detection,
         "core_invariants": list(CORE_INVARIANTS),
@@ -665,18 +316,20 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _commit() -> str | None:
-    try:
-        import subprocess
+def main(argv: list[str] | None = None) -> int:
+    """Standalone entry point, ``python -m epoch_audit_tools.bench``: the options of ``epoch-audit bench``."""
+    from epoch_audit.errors import UsageError
 
-        # .git is a directory in a clone and a file in a worktree: ask git either way
-        return subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True,
-                              text=True, check=True).stdout.strip() if (REPO / ".git").exists() else None
-    except (OSError, subprocess.CalledProcessError):
-        return None
+    parser = argparse.ArgumentParser(prog="bench", description="measure speed and memory per stage, against DuckDB")
+    add_arguments(parser)
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.debug else logging.INFO, format="%(message)s", stream=sys.stderr)
+    try:
+        return run(args)
+    except UsageError as err:
+        print(f"bench: error: {err}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":
-    from epoch_audit.cli import main
-
-    sys.exit(main(["bench", *sys.argv[1:]]))
+    sys.exit(main())

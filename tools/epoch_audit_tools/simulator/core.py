@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import heapq
 import json
 import random
 import shutil
@@ -11,6 +12,10 @@ from typing import Any
 
 from epoch_audit_tools.simulator.clock import parse_start
 from epoch_audit_tools.simulator.config import FAULTS, SimConfig
+from epoch_audit_tools.simulator.episodes import BENIGN, delete_topic
+from epoch_audit_tools.simulator.faults import FAULT_INJECTORS, choose_epoch_divergence
+from epoch_audit_tools.simulator.kafka import KafkaSim
+from epoch_audit_tools.simulator.redpanda import run_redpanda
 from epoch_audit_tools.simulator.sink import FileSink
 from epoch_audit_tools.simulator.truth import Truth
 
@@ -32,8 +37,6 @@ def _progress(enabled: bool, total: int) -> Any:
 
 def _episode_plan(cfg: SimConfig, rng: random.Random, slots: int) -> list[tuple[str, str]]:
     """[(kind, name)] for each slot: faults first (count = rate x hours, at least 1), then benign."""
-    from epoch_audit_tools.simulator.episodes import BENIGN
-
     plan: list[tuple[str, str]] = []
     for name, rate in cfg.fault_rates.items():
         plan.extend(("fault", name) for _ in range(max(1, round(rate * cfg.hours))))
@@ -65,8 +68,6 @@ def simulate_config(cfg: SimConfig) -> dict[str, Any]:
     sink = FileSink(out)
     truth = Truth(cfg.cluster_id, cfg.max_clock_skew_ms)
     if cfg.mode == "redpanda":
-        from epoch_audit_tools.simulator.redpanda import run_redpanda
-
         stats, extra = run_redpanda(cfg, sink, truth, rng)
     else:
         stats, extra = _run_kafka(cfg, sink, truth, rng)
@@ -96,12 +97,6 @@ def simulate_config(cfg: SimConfig) -> dict[str, Any]:
 
 
 def _run_kafka(cfg: SimConfig, sink: FileSink, truth: Truth, rng: random.Random) -> tuple[Counter[str], dict[str, Any]]:
-    import heapq
-
-    from epoch_audit_tools.simulator import episodes
-    from epoch_audit_tools.simulator.faults import FAULT_INJECTORS, choose_epoch_divergence
-    from epoch_audit_tools.simulator.kafka import KafkaSim
-
     sim = KafkaSim(cfg, sink, truth, rng)
     t0 = parse_start(cfg.start)
     end = t0 + int(cfg.hours * 3600 * 1000)
@@ -116,10 +111,10 @@ def _run_kafka(cfg: SimConfig, sink: FileSink, truth: Truth, rng: random.Random)
             sim.at(ts, lambda t, n=name: FAULT_INJECTORS[n](sim, t))
             sim.stats[f"scheduled_fault:{name}"] += 1
         else:
-            sim.at(ts, lambda t, n=name: episodes.BENIGN[n][1](sim, t))
+            sim.at(ts, lambda t, n=name: BENIGN[n][1](sim, t))
             sim.stats[f"scheduled_episode:{name}"] += 1
         if i == deletion_slot:
-            episodes.delete_topic(sim, ts + slot_ms // 2)
+            delete_topic(sim, ts + slot_ms // 2)
     interval = cfg.checkpoint_interval_s * 1000
     for b in sim.brokers:
         for k, tt in enumerate(range(t0 + interval, end, interval)):

@@ -10,49 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from epoch_audit_tools.simulator.episodes import S, restart, restart_candidates
+from epoch_audit_tools.simulator.flows import SECOND_MS, bump_epoch, elect, pick_follower, restart, restart_candidates
 from epoch_audit_tools.simulator.formats import kafka_text as kt
 from epoch_audit_tools.simulator.formats import request_log as rl
 from epoch_audit_tools.simulator.kafka import KafkaSim
-from epoch_audit_tools.simulator.model import Partition
-
-
-# ------------------------------------------------------------------------- shared helpers
-def pick_follower(sim: KafkaSim, min_leo: int = 0, min_le: int = 0) -> tuple[Partition, int] | None:
-    """A live partition with a healthy ISR and an in-sync follower that can be picked on."""
-    cands = []
-    for p in sim.live_parts():
-        s = p.state
-        if s.leader < 0 or not sim.eligible(s.leader) or len(s.isr) < 3 or p.hold or p.leo < min_leo:
-            continue
-        for f in s.isr:
-            rep = p.replicas[f]
-            if f != s.leader and sim.eligible(f) and not rep.stopped and rep.le >= min_le:
-                cands.append((p, f))
-    if not cands:
-        return None
-    return cands[sim.rng.randrange(len(cands))]
-
-
-def elect(sim: KafkaSim, t: int, p: Partition, new_leader: int) -> None:
-    """Move leadership of ``p`` to ``new_leader`` (an ISR member); LE + 1 on every replica."""
-    if sim.kraft:
-        applied = sim.kraft_apply_changes(t, [], [(p, sim.change(p).set_leader(new_leader))])
-        sim.brokers_apply(t + 20, applied)
-    else:
-        sim.zk_decide(t, p, sim.change(p).set_leader(new_leader))
-        sim.zk_send_lai(t + 20, [p], {p.tp: p.state})
-
-
-def bump_epoch(sim: KafkaSim, t: int, p: Partition) -> None:
-    """Schedule a leader move of ``p`` to another ISR member at ``t``."""
-
-    def go(tt: int) -> None:
-        others = [r for r in p.state.isr if r != p.state.leader and sim.eligible(r)]
-        if others:
-            elect(sim, tt, p, others[0])
-
-    sim.at(t, go)
+from epoch_audit_tools.simulator.model import Partition, PartitionChange, PState
 
 
 def fenced_leader_write(sim: KafkaSim, t: int, p: Partition, ld: int, epoch: int, count: int,
@@ -67,8 +29,8 @@ def fenced_leader_write(sim: KafkaSim, t: int, p: Partition, ld: int, epoch: int
         if to_dump:
             sim.append(ld, p, batch)
         base = batch.last + 1
-        req, resp = rl.produce(sim.v, p.topic, p.index, batch.size, 0, batch.base, acks=1)
-        times.append(sim.req(ld, tt, rl.completed(sim.v, "PRODUCE", sim.next_corr(-ld), f"{p.topic}-producer-2",
+        req, resp = rl.produce(sim.version, p.topic, p.index, batch.size, 0, batch.base, acks=1)
+        times.append(sim.log_request(ld, tt, rl.completed(sim.version, "PRODUCE", sim.next_corr(-ld), f"{p.topic}-producer-2",
                                                   req, resp, sim.conn(ld, 201), 0.7)))
     return times
 
@@ -97,10 +59,10 @@ def stale_stop_replica_accepted(sim: KafkaSim, t0: int) -> None:
         others = [r for r in p.state.isr if r != p.state.leader and sim.eligible(r)]
         if others:
             elect(sim, t, p, others[0])
-        sim.at(t + S, lambda t2: sim.catch_up(t2, b, [p]))
+        sim.at(t + SECOND_MS, lambda t2: sim.catch_up(t2, b, [p]))
 
-    sim.at(t0 + 2 * S, deliver)
-    sim.at(t0 + 8 * S, release)
+    sim.at(t0 + 2 * SECOND_MS, deliver)
+    sim.at(t0 + 8 * SECOND_MS, release)
 
 
 def stale_controller_epoch_accepted(sim: KafkaSim, t0: int) -> None:
@@ -109,7 +71,7 @@ def stale_controller_epoch_accepted(sim: KafkaSim, t0: int) -> None:
     if pick is None:
         return
     p, b = pick
-    old_c, old_ce = sim.active, sim.ce
+    old_c, old_ce = sim.active, sim.controller_epoch
 
     def failover(t: int) -> None:
         cands = [x for x in sorted(sim.brokers) if x != sim.active and sim.brokers[x].alive]
@@ -117,7 +79,7 @@ def stale_controller_epoch_accepted(sim: KafkaSim, t0: int) -> None:
         sim.zk_update_metadata(t + 300, len(sim.live_parts()))
 
     def zombie(t: int) -> None:
-        if sim.known_ce[b] <= old_ce:
+        if sim.known_controller_epoch[b] <= old_ce:
             return
         p.hold = True
         new = sim.zk_decide(t, p, sim.change(p, controller_isr_removal=True).set_isr(p.state.isr),
@@ -126,7 +88,7 @@ def stale_controller_epoch_accepted(sim: KafkaSim, t0: int) -> None:
         if acc:
             sim.truth.add("stale_controller_epoch_accepted", p.topic, p.index, b, new.le,
                           f"broker {b} applied LeaderAndIsr for {p.tp} (leader epoch {new.le}) from controller "
-                          f"{old_c} epoch {old_ce} after seeing controller epoch {sim.known_ce[b]}")
+                          f"{old_c} epoch {old_ce} after seeing controller epoch {sim.known_controller_epoch[b]}")
 
     def heal(t: int) -> None:
         p.hold = False
@@ -135,8 +97,8 @@ def stale_controller_epoch_accepted(sim: KafkaSim, t0: int) -> None:
             elect(sim, t, p, others[0])
 
     sim.at(t0, failover)
-    sim.at(t0 + 3 * S, zombie)
-    sim.at(t0 + 6 * S, heal)
+    sim.at(t0 + 3 * SECOND_MS, zombie)
+    sim.at(t0 + 6 * SECOND_MS, heal)
 
 
 # ------------------------------------------------------------------------- KRaft-only faults
@@ -152,7 +114,7 @@ def stale_broker_epoch_isr_join(sim: KafkaSim, t0: int) -> None:
     p, r = parts[sim.rng.randrange(len(parts))]
     n = sim.stats["fault:stale_broker_epoch_isr_join"]
     sim.stats["fault:stale_broker_epoch_isr_join"] += 1
-    rule1 = sim.v.at_least("3.5") and n % 2 == 1
+    rule1 = sim.version.at_least("3.5") and n % 2 == 1
     old_epoch = sim.brokers[r].epoch
 
     def join(t: int, q: Partition) -> None:
@@ -166,12 +128,12 @@ def stale_broker_epoch_isr_join(sim: KafkaSim, t0: int) -> None:
             sim.truth.add("stale_broker_epoch_isr_join", p.topic, p.index, r, q.state.le,
                           f"replica {r} joined the ISR of {p.tp} on stale evidence, rule {rule}")
             if not rule1:
-                sim.at(t + 3 * S, lambda t2: sim.catch_up(t2, r, [p]))
+                sim.at(t + 3 * SECOND_MS, lambda t2: sim.catch_up(t2, r, [p]))
 
     restart(sim, t0, r, clean=False, expand=join, skip_catch_up=set() if rule1 else {p.tp})
     if not rule1:
         # rule 2 needs the new incarnation to join before any fetch for p: expand it early
-        sim.at(t0 + 15 * S + 3 * S, lambda t: join(t, p))
+        sim.at(t0 + 15 * SECOND_MS + 3 * SECOND_MS, lambda t: join(t, p))
 
 
 def fenced_replica_in_isr(sim: KafkaSim, t0: int) -> None:
@@ -192,7 +154,7 @@ def fenced_replica_in_isr(sim: KafkaSim, t0: int) -> None:
             sim.brokers_apply(t + 20, applied)
 
     restart(sim, t0, b, clean=False, fence_keep={p.tp})
-    sim.at(t0 + 9 * S, check)
+    sim.at(t0 + 9 * SECOND_MS, check)
 
 
 def last_replica_fenced_in_isr(sim: KafkaSim, t0: int) -> None:
@@ -208,17 +170,17 @@ def last_replica_fenced_in_isr(sim: KafkaSim, t0: int) -> None:
         s = p.state
         out = [x for x in s.isr if x != ld]
         lrep = p.replicas[ld]
-        sim.log(ld, "server.log", t, kt.isr_shrink(sim.v, p.tp, ld, s.isr, (ld,), lrep.hw, lrep.leo,
+        sim.log(ld, "server.log", t, kt.isr_shrink(sim.version, p.tp, ld, s.isr, (ld,), lrep.hw, lrep.leo,
                                                    [(x, p.replicas[x].leo, sim.local(ld, t) - 30000) for x in out]),
                 "kafka-scheduler-2")
-        epochs = [(ld, sim.brokers[ld].epoch if sim.v.at_least("3.5") else -1)]
+        epochs = [(ld, sim.brokers[ld].epoch if sim.version.at_least("3.5") else -1)]
         applied = sim.kraft_apply_changes(t + 5, [], [(p, sim.change(p).set_isr((ld,)))])
         new = applied[0][2]
-        req, resp = rl.alter_partition(sim.v, ld, sim.brokers[ld].epoch, p.topic, p.topic_id, p.index, s.le, epochs,
+        req, resp = rl.alter_partition(sim.version, ld, sim.brokers[ld].epoch, p.topic, p.topic_id, p.index, s.le, epochs,
                                        s.pe, 0, new.le, new.isr, new.pe)
-        sim.req(sim.active, t + 7, rl.completed(sim.v, "ALTER_PARTITION", sim.next_corr(ld + 500), str(ld), req, resp,
+        sim.log_request(sim.active, t + 7, rl.completed(sim.version, "ALTER_PARTITION", sim.next_corr(ld + 500), str(ld), req, resp,
                                                 sim.conn(sim.active, ld), 2.0, "CONTROLLER"))
-        sim.log(ld, "server.log", t + 15, kt.isr_updated(sim.v, p.tp, ld, new.isr, new.pe), "kafka-scheduler-2")
+        sim.log(ld, "server.log", t + 15, kt.isr_updated(sim.version, p.tp, ld, new.isr, new.pe), "kafka-scheduler-2")
         sim.brokers_apply(t + 20, applied, skip={ld} if new.le == s.le else set())
 
     def check(t: int) -> None:
@@ -232,14 +194,14 @@ def last_replica_fenced_in_isr(sim: KafkaSim, t0: int) -> None:
             sim.brokers_apply(t + 20, applied)
             followers = [r for r in p.state.replicas if r != ld and sim.eligible(r)]
             for i, r in enumerate(followers):
-                sim.at(t + 2 * S + i * 100, lambda t2, r=r: sim.catch_up(t2, r, [p]))
-                sim.at(t + 4 * S + i * 100, lambda t2, r=r: sim.kraft_expand_isr(t2, p, r))
+                sim.at(t + 2 * SECOND_MS + i * 100, lambda t2, r=r: sim.catch_up(t2, r, [p]))
+                sim.at(t + 4 * SECOND_MS + i * 100, lambda t2, r=r: sim.kraft_expand_isr(t2, p, r))
 
     sim.at(t0, shrink)
-    restart(sim, t0 + 2 * S, ld, clean=False)
-    sim.at(t0 + 9 * S, check)
+    restart(sim, t0 + 2 * SECOND_MS, ld, clean=False)
+    sim.at(t0 + 9 * SECOND_MS, check)
     # the unfence of the restart is at t0 + 2 s + 15 s + 2 s; the leader comes back right after
-    sim.at(t0 + 19 * S + 500, reelect)
+    sim.at(t0 + 19 * SECOND_MS + 500, reelect)
 
 
 # ------------------------------------------------------------------------- both Kafka modes
@@ -278,7 +240,7 @@ def write_accepted_by_fenced_leader(sim: KafkaSim, t0: int) -> None:
             tt = t + gap - (sim.local(ld, t) - move_t)
             times = fenced_leader_write(sim, max(tt, t + 1), p, ld, e, 1, False)
         else:
-            times = fenced_leader_write(sim, t + 2 * S, p, ld, e, 4, variant == "a")
+            times = fenced_leader_write(sim, t + 2 * SECOND_MS, p, ld, e, 4, variant == "a")
         br.alive = False
         p.hold = False
         conf = None
@@ -300,8 +262,8 @@ def write_accepted_by_fenced_leader(sim: KafkaSim, t0: int) -> None:
             br.fenced = True
 
         # (b)/(c): the broker restarts and truncates its stale suffix (never written to its dump)
-        sim.at(t0 + 10 * S, come_back)
-        restart(sim, t0 + 11 * S, ld, clean=False, down_s=8)
+        sim.at(t0 + 10 * SECOND_MS, come_back)
+        restart(sim, t0 + 11 * SECOND_MS, ld, clean=False, down_s=8)
 
 
 def leader_epoch_regression(sim: KafkaSim, t0: int) -> None:
@@ -318,7 +280,7 @@ def leader_epoch_regression(sim: KafkaSim, t0: int) -> None:
         # remember the epoch it held before going down (restart() resets the in-memory value)
         def replay(t: int) -> None:
             s = p.state
-            sim.sc(b, t, kt.follower_line(sim.v, b, p.tp, had_le - 1, p.replicas[b].leo, s.pe, p.replicas[b].hw,
+            sim.log_state_change(b, t, kt.follower_line(sim.version, b, p.tp, had_le - 1, p.replicas[b].leo, s.pe, p.replicas[b].hw,
                                           s.leader, None, -1))
             sim.truth.add("leader_epoch_regression", p.topic, p.index, b, had_le - 1,
                           f"broker {b} replayed a stale metadata image and logged leader epoch {had_le - 1} for "
@@ -339,8 +301,8 @@ def leader_epoch_regression(sim: KafkaSim, t0: int) -> None:
             sim.truth.add("leader_epoch_regression", p.topic, p.index, b, e,
                           f"broker {b} accepted a reordered LeaderAndIsr for {p.tp} at leader epoch {e} after {had}")
 
-    sim.at(t0 + 2 * S, reorder)
-    bump_epoch(sim, t0 + 5 * S, p)
+    sim.at(t0 + 2 * SECOND_MS, reorder)
+    bump_epoch(sim, t0 + 5 * SECOND_MS, p)
 
 
 def two_leaders_same_epoch(sim: KafkaSim, t0: int) -> None:
@@ -364,8 +326,8 @@ def two_leaders_same_epoch(sim: KafkaSim, t0: int) -> None:
             if s.leader != y:
                 return
             rep = p.replicas[x]
-            y_logged = sim.local(y, t - 3 * S + 60)
-            lt = sim.sc(x, t, kt.leader_line(sim.v, x, p.tp, p.topic_id, s.le, rep.leo, s.pe, rep.hw, s.isr, None,
+            y_logged = sim.local(y, t - 3 * SECOND_MS + 60)
+            lt = sim.log_state_change(x, t, kt.leader_line(sim.version, x, p.tp, p.topic_id, s.le, rep.leo, s.pe, rep.hw, s.isr, None,
                                              s.le))
             conf = sim.truth.confidence(y_logged, lt) or "suspected"
             sim.truth.add("two_leaders_same_epoch", p.topic, p.index, x, s.le,
@@ -373,14 +335,14 @@ def two_leaders_same_epoch(sim: KafkaSim, t0: int) -> None:
             sim.at(t + 300, lambda t2: sim.broker_transition(t2, x, p, p.state, y))
 
         sim.at(t0, legit)
-        sim.at(t0 + 3 * S, bogus)
+        sim.at(t0 + 3 * SECOND_MS, bogus)
         return
     # ZK zombie race
     others = [r for r in p.state.isr if r not in (x, p.state.leader) and sim.eligible(r)]
     if not others:
         return
     y = others[0]
-    old_c, old_ce = sim.active, sim.ce
+    old_c, old_ce = sim.active, sim.controller_epoch
 
     def new_controller(t: int) -> None:
         p.hold = True
@@ -395,13 +357,11 @@ def two_leaders_same_epoch(sim: KafkaSim, t0: int) -> None:
     def legit(t: int) -> None:
         sim.zk_update_metadata(t, len(sim.live_parts()))
         base = p.state
-        from epoch_audit_tools.simulator.model import PState
         pre = PState(base.leader, base.le - 1, base.pe - 1, base.isr, base.replicas)
-        from epoch_audit_tools.simulator.model import PartitionChange
         new = PartitionChange(pre, False).set_leader(y).build()
-        sim.sc(sim.active, t + 100, kt.ctl_changed_partition(sim.v, sim.active, sim.ce, p.tp, "OnlinePartition",
+        sim.log_state_change(sim.active, t + 100, kt.ctl_changed_partition(sim.version, sim.active, sim.controller_epoch, p.tp, "OnlinePartition",
                                                               "OnlinePartition", kt.api_leader_and_isr(
-                                                                  sim.v, y, new.le, new.isr, new.pe)))
+                                                                  sim.version, y, new.le, new.isr, new.pe)))
         p.state = new
         sim.zk_send_lai(t + 150, [p], {p.tp: new})
         y_logged = sim.local(y, t + 150)
@@ -418,8 +378,8 @@ def two_leaders_same_epoch(sim: KafkaSim, t0: int) -> None:
     state: dict[str, int] = {}
     sim.at(t0, new_controller)
     sim.at(t0 + 100, zombie)
-    sim.at(t0 + 2 * S, legit)
-    sim.at(t0 + 5 * S, heal)
+    sim.at(t0 + 2 * SECOND_MS, legit)
+    sim.at(t0 + 5 * SECOND_MS, heal)
 
 
 def high_watermark_regression(sim: KafkaSim, t0: int) -> None:
@@ -428,7 +388,7 @@ def high_watermark_regression(sim: KafkaSim, t0: int) -> None:
     n = sim.stats["fault:high_watermark_regression"]
     sim.stats["fault:high_watermark_regression"] += 1
     if n % 2 == 1:
-        cands = [(b, tp, hw) for (b, tp), hw in sorted(sim.ckpt_last.items())
+        cands = [(b, tp, hw) for (b, tp), hw in sorted(sim.last_checkpoint_hw.items())
                  if hw > 1 and sim.brokers[b].alive and any(p.tp == tp and not p.deleted for p in sim.parts)]
         if not cands:
             return
@@ -437,7 +397,7 @@ def high_watermark_regression(sim: KafkaSim, t0: int) -> None:
         def dip(t: int) -> None:
             p = next(q for q in sim.parts if q.tp == tp)
             low = max(0, min(hw, p.replicas[b].hw) - sim.rng.randint(1, 5))
-            if not sim.brokers[b].alive or low >= sim.ckpt_last.get((b, tp), -1):
+            if not sim.brokers[b].alive or low >= sim.last_checkpoint_hw.get((b, tp), -1):
                 return
             sim.checkpoint_copy(t, b, dip=(tp, low))
             sim.truth.add("high_watermark_regression", p.topic, p.index, b, None,
@@ -466,7 +426,7 @@ def high_watermark_regression(sim: KafkaSim, t0: int) -> None:
         if not sim.kraft:
             sim.zk_decide(t, p, sim.change(p).set_leader(b))
         s = p.state
-        sim.sc(b, t + 20, kt.leader_line(sim.v, b, p.tp, p.topic_id, s.le, rep.leo, s.pe, low, s.isr, first, rep.le))
+        sim.log_state_change(b, t + 20, kt.leader_line(sim.version, b, p.tp, p.topic_id, s.le, rep.leo, s.pe, low, s.isr, first, rep.le))
         rep.assign_epoch(s.le, rep.leo)
         rep.led_epochs.add(s.le)
         rep.le = s.le
@@ -480,8 +440,8 @@ def high_watermark_regression(sim: KafkaSim, t0: int) -> None:
             sim.zk_send_lai(t + 20, [p], {p.tp: s}, only={r for r in s.replicas if r != b})
 
     sim.at(t0, lambda t: elect(sim, t, p, b))
-    sim.at(t0 + 10 * S, second)
-    sim.at(t0 + 20 * S, third)
+    sim.at(t0 + 10 * SECOND_MS, second)
+    sim.at(t0 + 20 * SECOND_MS, third)
 
 
 def choose_epoch_divergence(sim: KafkaSim, count: int) -> dict[tuple[int, str], tuple[int, int]]:
