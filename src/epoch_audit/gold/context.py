@@ -13,8 +13,10 @@ from types import MappingProxyType
 
 from pyspark.sql import DataFrame
 
-from epoch_audit.silver.broker_views import SILVER_BUILDERS as BROKER_VIEW_BUILDERS
-from epoch_audit.silver.timelines import SILVER_BUILDERS as TIMELINE_BUILDERS
+from epoch_audit.silver.tables import SILVER_TABLES
+
+# Timelines are read once per check; the broker views several times each (cached when built here).
+TIMELINE_TABLES = ("partition_timeline", "broker_registrations", "broker_controller_views")
 
 
 @dataclass(frozen=True)
@@ -51,10 +53,8 @@ def check_context(
     """
     config = config or CheckConfig()
     tables = dict(silver or {})
-    for name, build in TIMELINE_BUILDERS.items():
+    for name, build in SILVER_TABLES.items():
         if name not in tables:
-            tables[name] = build(events, config)
-    for name, build in BROKER_VIEW_BUILDERS.items():
-        if name not in tables:
-            tables[name] = build(events, config).cache()
+            built = build(events, config)
+            tables[name] = built if name in TIMELINE_TABLES else built.cache()
     return CheckContext(events=events, silver=tables, config=config)

@@ -17,7 +17,8 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from epoch_audit.silver.timelines import is_no_error, with_own_order
+from epoch_audit.contracts.ordering import with_own_order
+from epoch_audit.silver.event_fields import is_no_error
 
 STOP_EVIDENCE = ("fetcher_removed", "log_deletion_scheduled", "log_deleted")
 BECOME = ("become_leader", "become_follower")

@@ -12,7 +12,7 @@ from pyspark.sql import functions as F
 
 from epoch_audit.gold.analysis.violation_rows import PARTITION_KEY
 from epoch_audit.gold.context import CheckContext
-from epoch_audit.silver.broker_views import rp_term
+from epoch_audit.silver.event_fields import rp_term
 
 FENCE_TYPES = (
     "md_fence_broker",

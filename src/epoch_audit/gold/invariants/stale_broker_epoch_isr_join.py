@@ -26,7 +26,7 @@ from epoch_audit.gold.analysis.isr_joins import caught_up_fetches, fetch_probes,
 from epoch_audit.gold.analysis.kraft_state import kraft_timeline_and_registrations
 from epoch_audit.gold.analysis.violation_rows import registry_severity
 from epoch_audit.gold.context import CheckContext
-from epoch_audit.silver.timelines import is_no_error
+from epoch_audit.silver.event_fields import is_no_error
 
 INVARIANT = "stale_broker_epoch_isr_join"
 

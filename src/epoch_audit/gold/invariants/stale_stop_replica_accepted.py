@@ -16,11 +16,12 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
+from epoch_audit.contracts.ordering import with_own_order
 from epoch_audit.contracts.violations import CHECK_COLUMNS
 from epoch_audit.gold.analysis.controller_requests import BECOME, acceptances, own_position
 from epoch_audit.gold.analysis.violation_rows import registry_severity
 from epoch_audit.gold.context import CheckContext
-from epoch_audit.silver.timelines import is_no_error, with_own_order
+from epoch_audit.silver.event_fields import is_no_error
 
 INVARIANT = "stale_stop_replica_accepted"
 

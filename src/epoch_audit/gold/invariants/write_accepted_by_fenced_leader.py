@@ -21,7 +21,7 @@ from pyspark.sql import functions as F
 from epoch_audit.gold.analysis.leadership import epoch_leaders, fence_markers
 from epoch_audit.gold.analysis.violation_rows import PARTITION_KEY, micros, to_check
 from epoch_audit.gold.context import CheckContext
-from epoch_audit.silver.broker_views import is_ok
+from epoch_audit.silver.event_fields import is_ok
 
 INVARIANT = "write_accepted_by_fenced_leader"
 
