@@ -61,7 +61,7 @@ SKIPPED_PATHS_SHOWN = 50  # the run summary lists this many skipped input paths 
 # A line yielding several events stores its text once: the first event keeps the whole ``raw``,
 # the others of a line longer than FANOUT_RAW_LIMIT keep a prefix and point to the first.
 FANOUT_RAW_LIMIT = 1000
-FANOUT_RAW_PREFIX = 64
+FANOUT_RAW_PREFIX = 24  # the line's time stamp: the pointer below names where the rest is
 
 
 def bronze_layout(storage: LakeStorage, events: DataFrame, seeds: dict[str, int] | None = None) -> DataFrame:
@@ -128,7 +128,7 @@ def bound_fanout_raw(events: DataFrame) -> DataFrame:
     raw = F.col("raw")
     later_of_long = (F.col("sub_index") > 0) & (F.length(raw) > FANOUT_RAW_LIMIT)
     pointer = F.format_string(
-        " …[+%d characters: the whole line is the raw of sub_index 0]", F.length(raw) - FANOUT_RAW_PREFIX
+        "…[+%d chars: see sub_index 0]", F.length(raw) - FANOUT_RAW_PREFIX
     )
     return events.withColumn(
         "raw", F.when(later_of_long, F.concat(F.substring(raw, 1, FANOUT_RAW_PREFIX), pointer)).otherwise(raw)
