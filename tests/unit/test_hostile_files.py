@@ -106,8 +106,9 @@ def test_wide_fetch_line_stores_its_text_once(spark, tmp_path):
     ).first()
     assert stats["n"] == 10_000 and stats["max_partition"] == 9_999 and stats["last_offset"] == 10_999
     assert stats["first_raw"] == line  # the first event keeps the whole line (report evidence)
-    # about the line once (plus a ~50-character pointer per partition), not 10,000 times
-    assert stats["raw_chars"] < 2 * len(line)
+    # the line once plus a ~57-character pointer per later event (this line: ~56 characters per
+    # partition), not the line 10,000 times
+    assert stats["raw_chars"] < 2.5 * len(line)
     later = events.where(F.col("sub_index") == 1).first()["raw"]
     assert later == f"{line[:24]}…[+{len(line) - 24} chars: see sub_index 0]"
 
