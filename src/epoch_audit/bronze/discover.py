@@ -10,6 +10,7 @@ read (``plan_reads``, given what earlier runs consumed per identity).
 from __future__ import annotations
 
 import dataclasses
+import errno
 import fnmatch
 import hashlib
 import logging
@@ -108,7 +109,7 @@ def _classify(path: Path) -> str | None:
             try:
                 target = path.stat()
             except OSError as err:
-                return "symlink loop" if err.errno == 40 else "broken symlink"
+                return "symlink loop" if err.errno == errno.ELOOP else "broken symlink"
             if stat.S_ISDIR(target.st_mode):
                 return "symlink to a directory (not followed)"
             mode = target.st_mode
@@ -155,9 +156,10 @@ def _walk(root: Path, found: list[Path], skipped: list[tuple[str, str]]) -> None
             skipped.append((path.as_posix(), reason))
 
 
-def discover_inputs(inputs: list[str]) -> Discovered:
+def discover_inputs(inputs: list[str], log_skipped: bool = True) -> Discovered:
     """Every regular file under ``inputs`` (sorted), skipping lake and simulator side files; FIFOs,
-    sockets, devices, symlink loops, unreadable entries and log-named directories are reported."""
+    sockets, devices, symlink loops, unreadable entries and log-named directories are reported
+    (and logged, one line each, unless ``log_skipped`` is false)."""
     found: list[Path] = []
     skipped: list[tuple[str, str]] = []
     for raw in inputs:
@@ -177,14 +179,15 @@ def discover_inputs(inputs: list[str]) -> Discovered:
         elif not _is_excluded(path.name):
             found.append(path)
     skipped = sorted(set(skipped))
-    for where, reason in skipped:
+    for where, reason in skipped if log_skipped else []:
         log.warning("input skipped: %s (%s)", where, reason)
     return Discovered(sorted(set(found)), skipped)
 
 
 def discover(inputs: list[str]) -> list[Path]:
-    """Every regular file under ``inputs`` (sorted), skipping lake and simulator side files."""
-    return discover_inputs(inputs).files
+    """Every regular file under ``inputs`` (sorted), skipping lake and simulator side files (the
+    path check before a run: what it skips is logged by the ingest's own discovery)."""
+    return discover_inputs(inputs, log_skipped=False).files
 
 
 def _open(path: Path, compressed: bool):
