@@ -9,15 +9,18 @@ read (``plan_reads``, given what earlier runs consumed per identity).
 
 from __future__ import annotations
 
+import dataclasses
+import errno
 import fnmatch
-import gzip
 import hashlib
 import logging
 import os
 import re
-from dataclasses import dataclass
+import stat
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from epoch_audit.bronze.gzip_prefix import GzipPrefix
 from epoch_audit.bronze.parsers.file_kinds import base_file_name, copy_time, detect_file_kind
 from epoch_audit.bronze.records import SEASTAR_START
 from epoch_audit.config import AppConfig
@@ -29,6 +32,9 @@ LOG_KINDS = ("state-change", "controller", "server", "request", "redpanda", "log
 LIVE_ORDER = 99_999_999_999_999  # a live file sorts after every rotated copy of its stream
 HEAD_BYTES = 4096
 EXCLUDED_NAMES = ("truth.jsonl", "manifest.json", "bench-plan.json", "*.md", ".*", "_SUCCESS", "*.crc")
+INT32_MAX = 2**31 - 1  # host ids are stored as int (bronze host_id)
+# A directory with a log file's name is walked, but reported: a collector may have meant the file.
+_LOG_LIKE_NAME = re.compile(r"\.(?:log|txt|gz)(?:\.|$)|checkpoint$|^partition\.metadata$")
 
 _ROTATION = re.compile(
     r"^(?P<base>.+?)\.(?P<suffix>\d{4}-\d{2}-\d{2}(?:-\d{2}(?:-\d{2})?)?|\d{1,4})$"
@@ -51,9 +57,19 @@ class InputFile:
     log_kind: str
     file_order: int
     compressed: bool
-    size_bytes: int  # decompressed
+    size_bytes: int  # decompressed (a truncated gzip: its decompressible prefix)
     content_sha256: str
     file_id: str
+    # What a run may consume: the whole file, except a live log's unfinished last line (it is read
+    # once its newline is written). readable_sha256 hashes those bytes (the next run's prefix check).
+    readable_bytes: int = -1
+    readable_sha256: str = ""
+    read_problem: str | None = None  # e.g. "truncated gzip at compressed byte N": quarantined as a line
+
+    @property
+    def live(self) -> bool:
+        """A log file still being written: not rotated, not copied, not compressed."""
+        return self.file_order == LIVE_ORDER and not self.compressed and self.log_kind in LOG_KINDS
 
 
 @dataclass(frozen=True)
@@ -71,30 +87,111 @@ class ReadTask:
     start_byte: int
     start_line: int  # line number of the first line read (1-based)
     end_byte: int  # read up to here: bytes appended after planning wait for the next run
+    read_problem: str | None = None  # why the file's data ends early (the reader quarantines it as a last line)
+
+
+@dataclass
+class Discovered:
+    """The regular files found under the inputs, and what was passed over and why."""
+
+    files: list[Path]
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # (path, reason)
+
+
+def _is_excluded(name: str) -> bool:
+    return any(fnmatch.fnmatch(name, pattern) for pattern in EXCLUDED_NAMES)
+
+
+def _classify(path: Path) -> str | None:
+    """None for a readable regular file (or a link to one), else why it is not read."""
+    try:
+        if path.is_symlink():
+            try:
+                target = path.stat()
+            except OSError as err:
+                return "symlink loop" if err.errno == errno.ELOOP else "broken symlink"
+            if stat.S_ISDIR(target.st_mode):
+                return "symlink to a directory (not followed)"
+            mode = target.st_mode
+        else:
+            mode = path.lstat().st_mode
+    except OSError as err:
+        return f"unreadable ({err.strerror or err})"
+    if stat.S_ISFIFO(mode):
+        return "fifo"
+    if stat.S_ISSOCK(mode):
+        return "socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "device"
+    if not stat.S_ISREG(mode):
+        return "not a regular file"
+    if not os.access(path, os.R_OK):
+        return "unreadable (permission denied)"
+    return None
+
+
+def _walk(root: Path, found: list[Path], skipped: list[tuple[str, str]]) -> None:
+    """Regular files below ``root``, not entering hidden or ``_delta_log`` folders nor following
+    links to folders (as ``Path.rglob``); every other entry is reported in ``skipped``."""
+    try:
+        entries = sorted(os.scandir(root), key=lambda e: e.name)
+    except OSError as err:
+        skipped.append((root.as_posix(), f"unreadable directory ({err.strerror or err})"))
+        return
+    for entry in entries:
+        path = root / entry.name
+        if entry.is_dir(follow_symlinks=False):
+            if entry.name == "_delta_log" or entry.name.startswith("."):
+                continue
+            if _LOG_LIKE_NAME.search(entry.name):
+                skipped.append((path.as_posix(), "directory named like a log file"))
+            _walk(path, found, skipped)
+            continue
+        if _is_excluded(entry.name):
+            continue
+        reason = _classify(path)
+        if reason is None:
+            found.append(path)
+        else:
+            skipped.append((path.as_posix(), reason))
+
+
+def discover_inputs(inputs: list[str], log_skipped: bool = True) -> Discovered:
+    """Every regular file under ``inputs`` (sorted), skipping lake and simulator side files; FIFOs,
+    sockets, devices, symlink loops, unreadable entries and log-named directories are reported
+    (and logged, one line each, unless ``log_skipped`` is false)."""
+    found: list[Path] = []
+    skipped: list[tuple[str, str]] = []
+    for raw in inputs:
+        path = Path(raw)
+        if not path.exists() and not path.is_symlink():
+            raise InputError(f"input path not found: {raw}")
+        if path.is_dir():
+            if not os.access(path, os.R_OK):
+                raise InputError(f"input path not readable: {raw}")
+            _walk(path, found, skipped)
+            continue
+        if not os.access(path, os.R_OK) and not path.is_symlink():
+            raise InputError(f"input path not readable: {raw}")
+        reason = _classify(path)
+        if reason is not None:
+            skipped.append((path.as_posix(), reason))
+        elif not _is_excluded(path.name):
+            found.append(path)
+    skipped = sorted(set(skipped))
+    for where, reason in skipped if log_skipped else []:
+        log.warning("input skipped: %s (%s)", where, reason)
+    return Discovered(sorted(set(found)), skipped)
 
 
 def discover(inputs: list[str]) -> list[Path]:
-    """Every regular file under ``inputs`` (sorted), skipping lake and simulator side files."""
-    found: list[Path] = []
-    for raw in inputs:
-        path = Path(raw)
-        if not path.exists():
-            raise InputError(f"input path not found: {raw}")
-        if not os.access(path, os.R_OK):
-            raise InputError(f"input path not readable: {raw}")
-        candidates = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
-        for candidate in candidates:
-            parts = candidate.relative_to(path).parts if candidate != path else (candidate.name,)
-            if any(part == "_delta_log" or part.startswith(".") for part in parts[:-1]):
-                continue
-            if any(fnmatch.fnmatch(candidate.name, pattern) for pattern in EXCLUDED_NAMES):
-                continue
-            found.append(candidate)
-    return sorted(set(found))
+    """Every regular file under ``inputs`` (sorted), skipping lake and simulator side files (the
+    path check before a run: what it skips is logged by the ingest's own discovery)."""
+    return discover_inputs(inputs, log_skipped=False).files
 
 
 def _open(path: Path, compressed: bool):
-    return gzip.open(path, "rb") if compressed else open(path, "rb")
+    return GzipPrefix(path) if compressed else open(path, "rb")  # noqa: SIM115 - callers use `with`
 
 
 def _is_gzip(path: Path) -> bool:
@@ -102,20 +199,40 @@ def _is_gzip(path: Path) -> bool:
         return fh.read(2) == b"\x1f\x8b"
 
 
-def _hash_and_head(path: Path, compressed: bool) -> tuple[str, int, bytes]:
+@dataclass
+class _Scan:
+    sha256: str
+    size: int
+    head: bytes
+    lines_end: int  # bytes up to and including the last newline
+    lines_end_sha256: str
+    problem: str | None
+
+
+def _scan(path: Path, compressed: bool) -> _Scan:
+    """Hash a file's (decompressed) bytes, keep its head, and note where its last newline ends."""
     digest = hashlib.sha256()
     size = 0
     head = b""
-    try:
-        with _open(path, compressed) as fh:
-            while chunk := fh.read(1 << 20):
-                if len(head) < HEAD_BYTES:
-                    head += chunk[: HEAD_BYTES - len(head)]
+    lines_end, lines_end_digest = 0, digest.copy()
+    problem = None
+    with _open(path, compressed) as fh:
+        while chunk := fh.read(1 << 20):
+            if len(head) < HEAD_BYTES:
+                head += chunk[: HEAD_BYTES - len(head)]
+            newline = chunk.rfind(b"\n")
+            if newline >= 0:
+                digest.update(chunk[: newline + 1])
+                lines_end, lines_end_digest = size + newline + 1, digest.copy()
+                digest.update(chunk[newline + 1:])
+            else:
                 digest.update(chunk)
-                size += len(chunk)
-    except (OSError, EOFError) as err:  # truncated gzip: keep what decompressed
-        log.warning("%s: read stopped early (%s)", path, err)
-    return digest.hexdigest(), size, head
+            size += len(chunk)
+        if compressed:
+            problem = fh.problem
+    if problem:
+        log.warning("%s: %s; its decompressible %d bytes are read", path, problem, size)
+    return _Scan(digest.hexdigest(), size, head, lines_end, lines_end_digest.hexdigest(), problem)
 
 
 def _prefix_sha(path: Path, compressed: bool, length: int) -> str:
@@ -188,8 +305,13 @@ def describe(path: Path, config: AppConfig) -> InputFile:
     # The innermost host segment names the host (a retry folder may sit above it).
     host_matches = list(re.finditer(config.ingest.host_pattern, posix))
     host_id = int(host_matches[-1].group(1)) if host_matches else None
+    if host_id is not None and not 0 <= host_id <= INT32_MAX:
+        # e.g. a folder named after a millisecond timestamp: its lines are read without a host id
+        log.warning("%s: host id %d is out of range (0..%d): read without a host id", posix, host_id, INT32_MAX)
+        host_id = None
     compressed = _is_gzip(path)
-    content_sha, size, head = _hash_and_head(path, compressed)
+    scan = _scan(path, compressed)
+    content_sha, size, head = scan.sha256, scan.size, scan.head
     head_text = head.decode("utf-8", errors="replace")
     name = path.name
     stream, order = stream_order(name)
@@ -203,7 +325,7 @@ def describe(path: Path, config: AppConfig) -> InputFile:
         # (often byte-identical) checkpoint, and a retry copy of the host folder keeps that path.
         below_host = posix[host_matches[-1].end():] if host_matches else posix
         identity = "|".join([cluster_id, str(host_id), below_host.lstrip("/"), content_sha])
-    return InputFile(
+    described = InputFile(
         source_file=posix,
         file_name=name,
         cluster_id=cluster_id,
@@ -215,7 +337,16 @@ def describe(path: Path, config: AppConfig) -> InputFile:
         size_bytes=size,
         content_sha256=content_sha,
         file_id=hashlib.sha256(identity.encode()).hexdigest(),
+        readable_bytes=size,
+        readable_sha256=content_sha,
+        read_problem=scan.problem,
     )
+    if described.live and scan.lines_end < size:
+        # A live log caught mid-line: its unfinished last line waits for its newline (next run).
+        return dataclasses.replace(
+            described, readable_bytes=scan.lines_end, readable_sha256=scan.lines_end_sha256
+        )
+    return described
 
 
 @dataclass
@@ -224,7 +355,7 @@ class FilePlan:
 
     tasks: list[ReadTask]
     files: list[InputFile]
-    skipped: list[tuple[InputFile, str]]  # (file, reason: unchanged | duplicate)
+    skipped: list[tuple[InputFile, str]]  # (file, reason: unchanged | unfinished_line | duplicate | conflicting)
 
 
 def plan_reads(files: list[InputFile], consumed: dict[str, dict]) -> FilePlan:
@@ -235,8 +366,9 @@ def plan_reads(files: list[InputFile], consumed: dict[str, dict]) -> FilePlan:
     for f in files:
         by_identity.setdefault(f.file_id, []).append(f)
     for file_id in sorted(by_identity):
-        copies = sorted(by_identity[file_id], key=lambda f: (-f.size_bytes, f.source_file))
-        chosen = copies[0]  # the longest copy holds every other copy's bytes
+        # the longest copy holds every other copy's bytes (a finished copy before a live one)
+        copies = sorted(by_identity[file_id], key=lambda f: (-f.readable_bytes, -f.size_bytes, f.source_file))
+        chosen = copies[0]
         for dup in copies[1:]:
             skipped.append((dup, "duplicate"))
         before = consumed.get(file_id)
@@ -245,15 +377,15 @@ def plan_reads(files: list[InputFile], consumed: dict[str, dict]) -> FilePlan:
             same_prefix = before["consumed_bytes"] <= chosen.size_bytes and _prefix_sha(
                 Path(chosen.source_file), chosen.compressed, before["consumed_bytes"]
             ) == before["prefix_sha256"]
-            if same_prefix and before["consumed_bytes"] == chosen.size_bytes:
-                skipped.append((chosen, "unchanged"))
-                continue
-            if same_prefix:
-                start_byte, start_line = before["consumed_bytes"], before["consumed_lines"] + 1
-            else:
+            if not same_prefix:
                 log.warning("%s: content differs from what was ingested for it before", chosen.source_file)
                 skipped.append((chosen, "conflicting"))
                 continue
+            start_byte, start_line = before["consumed_bytes"], before["consumed_lines"] + 1
+        if start_byte >= chosen.readable_bytes:
+            # nothing new, or only a live file's unfinished last line (read once it is finished)
+            skipped.append((chosen, "unchanged" if chosen.readable_bytes == chosen.size_bytes else "unfinished_line"))
+            continue
         tasks.append(
             ReadTask(
                 file_id=file_id,
@@ -266,7 +398,8 @@ def plan_reads(files: list[InputFile], consumed: dict[str, dict]) -> FilePlan:
                 compressed=chosen.compressed,
                 start_byte=start_byte,
                 start_line=start_line,
-                end_byte=chosen.size_bytes,
+                end_byte=chosen.readable_bytes,
+                read_problem=chosen.read_problem,
             )
         )
     return FilePlan(tasks=tasks, files=files, skipped=skipped)

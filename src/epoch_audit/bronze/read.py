@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import gzip
 from collections.abc import Iterator
 
 import pyarrow as pa
@@ -12,6 +11,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
 
 from epoch_audit.bronze.discover import ReadTask
+from epoch_audit.bronze.gzip_prefix import GzipPrefix
 from epoch_audit.config import AppConfig
 
 # Where a line comes from: carried on every task and every line row.
@@ -31,6 +31,7 @@ TASK_SCHEMA = StructType(
         StructField(name, LongType() if name != "compressed" else StringType())
         for name in ("compressed", "start_byte", "start_line", "end_byte", "max_line_chars", "batch_lines")
     ]
+    + [StructField("read_problem", StringType())]
 )
 
 LINES_SCHEMA = StructType(
@@ -39,6 +40,8 @@ LINES_SCHEMA = StructType(
         StructField("line_number", LongType()),
         StructField("text", StringType()),
         StructField("line_chars", LongType()),
+        # why the file's data ends on this line (a truncated gzip): the line is quarantined with it
+        StructField("problem", StringType()),
     ]
 )
 
@@ -47,26 +50,30 @@ READ_BLOCK_BYTES = 8 << 20  # the reader streams files: memory stays bounded by 
 BATCH_BYTES = 16 << 20  # an Arrow batch is cut at batch_lines lines or this many characters
 
 
-def task_lines(task: dict) -> Iterator[tuple[str, int]]:
-    """(text, characters) of each line in a task's byte range, read block by block.
+def task_lines(task: dict) -> Iterator[tuple[str, int, str | None]]:
+    """(text, characters, problem) of each line in a task's byte range, read block by block.
 
     Decoding is UTF-8 with replacement (counted later by the U+FFFD marker); a line longer than
     ``max_line_chars`` is cut there (and later quarantined) and never held whole in memory.
     Splitting bytes at ``\\n`` is safe: 0x0A never occurs inside a multi-byte UTF-8 sequence.
+    A file whose data ends early (``read_problem``: a truncated gzip) ends with one more line, the
+    text after its last newline (possibly empty), carrying that problem: the truncation is
+    quarantined and counted as a malformed line.
     """
     limit = task["max_line_chars"]
     keep_bytes = 4 * limit  # enough bytes for ``limit`` characters
     remaining = task["end_byte"] - task["start_byte"]
-    opener = gzip.open if task["compressed"] == "true" else open
+    problem = task.get("read_problem")
     carry, carry_dropped = b"", 0  # the unfinished last line of the previous block
 
-    def line(raw: bytes, dropped: int) -> tuple[str, int]:
+    def line(raw: bytes, dropped: int, why: str | None = None) -> tuple[str, int, str | None]:
         text = raw.decode("utf-8", errors="replace")
         chars = len(text) + dropped
-        return (text if chars <= limit else text[:limit]), chars
+        return (text if chars <= limit else text[:limit]), chars, why
 
     try:
-        with opener(task["source_file"], "rb") as fh:
+        fh = GzipPrefix(task["source_file"]) if task["compressed"] == "true" else open(task["source_file"], "rb")
+        with fh:
             fh.seek(task["start_byte"])
             while remaining > 0:
                 block = fh.read(min(READ_BLOCK_BYTES, remaining))
@@ -84,8 +91,10 @@ def task_lines(task: dict) -> Iterator[tuple[str, int]]:
                     carry_dropped += len(carry) - keep_bytes
                     carry = carry[:keep_bytes]
     except (OSError, EOFError):
-        pass  # unreadable or truncated: the lines read so far count, the rest waits for a re-run
-    if carry or carry_dropped:
+        pass  # unreadable: the lines read so far count, the rest waits for a re-run
+    if problem and remaining <= 0:
+        yield line(carry, carry_dropped, problem)
+    elif carry or carry_dropped:
         yield line(carry, carry_dropped)  # a last line without its final newline
 
 
@@ -96,11 +105,13 @@ def _read_lines(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
             ("file_id", pa.string()), ("source_file", pa.string()), ("file_name", pa.string()),
             ("cluster_id", pa.string()), ("host_id", pa.int32()), ("file_order", pa.int64()),
             ("log_kind", pa.string()), ("line_number", pa.int64()), ("text", pa.large_string()),
-            ("line_chars", pa.int64()),
+            ("line_chars", pa.int64()), ("problem", pa.string()),
         ]
     )
 
-    def emit(task: dict, first: int, texts: list[str], lengths: list[int]) -> pa.RecordBatch:
+    def emit(
+        task: dict, first: int, texts: list[str], lengths: list[int], problems: list[str | None]
+    ) -> pa.RecordBatch:
         n = len(texts)
         return pa.RecordBatch.from_arrays(
             [
@@ -114,6 +125,7 @@ def _read_lines(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
                 pc.add(pa.array(range(n), pa.int64()), first),
                 pa.array(texts, pa.large_string()),
                 pa.array(lengths, pa.int64()),
+                pa.array(problems, pa.string()),
             ],
             schema=arrow_schema,
         )
@@ -124,17 +136,19 @@ def _read_lines(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
             first = task["start_line"]
             texts: list[str] = []
             lengths: list[int] = []
+            problems: list[str | None] = []
             size = 0
-            for text, chars in task_lines(task):
+            for text, chars, problem in task_lines(task):
                 texts.append(text)
                 lengths.append(chars)
+                problems.append(problem)
                 size += len(text)
                 if len(texts) >= step or size >= BATCH_BYTES:
-                    yield emit(task, first, texts, lengths)
+                    yield emit(task, first, texts, lengths, problems)
                     first += len(texts)
-                    texts, lengths, size = [], [], 0
+                    texts, lengths, problems, size = [], [], [], 0
             if texts:
-                yield emit(task, first, texts, lengths)
+                yield emit(task, first, texts, lengths, problems)
 
 
 def read_lines(spark: SparkSession, tasks: list[ReadTask], config: AppConfig) -> DataFrame:
@@ -143,7 +157,7 @@ def read_lines(spark: SparkSession, tasks: list[ReadTask], config: AppConfig) ->
         (
             t.file_id, t.source_file, t.file_name, t.cluster_id, t.host_id, t.file_order, t.log_kind,
             "true" if t.compressed else "false", t.start_byte, t.start_line, t.end_byte,
-            config.ingest.max_line_chars, config.ingest.batch_lines,
+            config.ingest.max_line_chars, config.ingest.batch_lines, t.read_problem,
         )
         for t in tasks
     ]

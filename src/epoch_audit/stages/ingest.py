@@ -23,7 +23,7 @@ import logging
 import time
 from dataclasses import asdict, dataclass, field
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
     IntegerType,
@@ -35,12 +35,13 @@ from pyspark.sql.types import (
 
 from epoch_audit.bronze.accounting import (
     BROADCAST_CONTINUATION_LINES,
+    STATUS_COLUMNS,
     file_accounting,
     line_statuses,
     quarantine_lines,
     unparseable,
 )
-from epoch_audit.bronze.discover import LOG_KINDS, describe, discover, in_window, plan_reads
+from epoch_audit.bronze.discover import LOG_KINDS, describe, discover_inputs, in_window, plan_reads
 from epoch_audit.bronze.own_time import file_max_times, with_bronze_layout
 from epoch_audit.bronze.parsers import MALFORMED
 from epoch_audit.bronze.parsers.dispatch import file_parser_outputs, record_parser_outputs
@@ -56,6 +57,11 @@ EVENTS_TABLE = "bronze/events"
 QUARANTINE_TABLE = "quarantine/lines"
 FILES_TABLE = "bronze/ingest_files"
 ACCOUNTING_TABLE = "bronze/ingest_accounting"
+SKIPPED_PATHS_SHOWN = 50  # the run summary lists this many skipped input paths (all are counted)
+# A line yielding several events stores its text once: the first event keeps the whole ``raw``,
+# the others of a line longer than FANOUT_RAW_LIMIT keep a prefix and point to the first.
+FANOUT_RAW_LIMIT = 1000
+FANOUT_RAW_PREFIX = 24  # the line's time stamp: the pointer below names where the rest is
 
 
 def bronze_layout(storage: LakeStorage, events: DataFrame, seeds: dict[str, int] | None = None) -> DataFrame:
@@ -89,6 +95,10 @@ class IngestResult:
     irrelevant: int
     malformed: int
     step_seconds: dict[str, float] = field(default_factory=dict)
+    # inputs that are not readable regular files (FIFOs, symlink loops, unreadable entries,
+    # directories named like logs): {reason: count}, and the first paths with their reason
+    skipped_inputs: dict[str, int] = field(default_factory=dict)
+    skipped_input_paths: list[dict[str, str]] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -106,6 +116,39 @@ def _consumed(storage: LakeStorage) -> dict[str, dict]:
     return {r["file_id"]: r.asDict() for r in rows.collect()}  # one row per file: small
 
 
+def unreadable_lines() -> Column:
+    """Lines no parser sees: cut at max_line_chars, binary, or the truncation line of a cut gzip."""
+    return unparseable() | F.col("problem").isNotNull()
+
+
+def bound_fanout_raw(events: DataFrame) -> DataFrame:
+    """A line's text once per line, not once per event: the events after a long line's first
+    (``sub_index`` > 0, e.g. a FETCH request naming 10,000 partitions) keep a prefix of ``raw`` and
+    say that the whole text is the ``raw`` of the line's first event (same file_id, line_number)."""
+    raw = F.col("raw")
+    later_of_long = (F.col("sub_index") > 0) & (F.length(raw) > FANOUT_RAW_LIMIT)
+    pointer = F.format_string(
+        "…[+%d chars: see sub_index 0]", F.length(raw) - FANOUT_RAW_PREFIX
+    )
+    return events.withColumn(
+        "raw", F.when(later_of_long, F.concat(F.substring(raw, 1, FANOUT_RAW_PREFIX), pointer)).otherwise(raw)
+    )
+
+
+def with_read_problems(status: DataFrame, lines: DataFrame) -> DataFrame:
+    """Lines the reader flagged (the truncation of a cut gzip) are malformed, with the reader's reason."""
+    flagged = lines.where(F.col("problem").isNotNull()).select("file_id", "line_number", "problem")
+    joined = status.join(F.broadcast(flagged), ["file_id", "line_number"], "left")
+    return joined.select(
+        "file_id",
+        "source_file",
+        "line_number",
+        F.when(F.col("problem").isNotNull(), F.lit("malformed")).otherwise(F.col("status")).alias("status"),
+        F.coalesce(F.col("problem"), F.col("reason")).alias("reason"),
+        "bad_utf8",
+    ).select(*STATUS_COLUMNS)
+
+
 def stage_parsed(
     spark: SparkSession, lines: DataFrame, source_time_zone: str, staging: str, timer: StepTimer | None = None
 ) -> DataFrame:
@@ -117,7 +160,7 @@ def stage_parsed(
     The framing (line -> record start) is staged too: ``line_statuses`` reads it.
     """
     is_log = F.col("log_kind").isin(*LOG_KINDS)
-    log_lines = unmark(lines.where(is_log & ~unparseable()))
+    log_lines = unmark(lines.where(is_log & ~unreadable_lines()))
     timer = timer or StepTimer()
     record_framing(log_lines).write.mode("overwrite").parquet(f"{staging}/framing")
     framing = spark.read.parquet(f"{staging}/framing")
@@ -130,10 +173,10 @@ def stage_parsed(
     records.write.mode("overwrite").parquet(f"{staging}/records")
     records = spark.read.parquet(f"{staging}/records")
     timer.lap("records")
-    file_lines = lines.where(~is_log & ~unparseable())
+    file_lines = lines.where(~is_log & ~unreadable_lines())
     outputs = record_parser_outputs(records) + file_parser_outputs(file_lines, source_time_zone)
     for name, parsed in outputs:
-        parsed.write.mode("overwrite").parquet(f"{staging}/parsed/{name}")
+        parsed.transform(bound_fanout_raw).write.mode("overwrite").parquet(f"{staging}/parsed/{name}")
         timer.lap(f"parser:{name}")
     return spark.read.schema(EVENT_SCHEMA).parquet(*[f"{staging}/parsed/{name}" for name, _ in outputs])
 
@@ -154,12 +197,25 @@ def ingest(
     timer = StepTimer()
     # Scratch space of runs that were killed: never read again (each run stages under its own id).
     _remove_staging(f"{storage.lake.rstrip('/')}/_staging")
-    paths = discover(inputs)
+    found = discover_inputs(inputs)
+    paths, skipped_inputs = found.files, list(found.skipped)
     outside = 0
     if window != (None, None):
         kept = [p for p in paths if in_window(p, window)]
         outside, paths = len(paths) - len(kept), kept
-    files = [describe(p, config) for p in paths]
+    files = []
+    for path in paths:
+        try:
+            files.append(describe(path, config))
+        except OSError as err:  # vanished or became unreadable since discovery
+            log.warning("input skipped: %s (unreadable: %s)", path, err.strerror or err)
+            skipped_inputs.append((path.as_posix(), f"unreadable ({err.strerror or err})"))
+    skipped_summary = {
+        "skipped_inputs": _reason_counts(reason for _, reason in skipped_inputs),
+        "skipped_input_paths": [
+            {"path": where, "reason": reason} for where, reason in skipped_inputs[:SKIPPED_PATHS_SHOWN]
+        ],
+    }
     consumed = _consumed(storage)
     plan = plan_reads(files, consumed)
     skipped_counts: dict[str, int] = {"outside_window": outside} if outside else {}
@@ -168,19 +224,21 @@ def ingest(
     log.info("ingest: %d files, %d to read, skipped %s", len(files), len(plan.tasks), skipped_counts)
     timer.lap("plan")
     if not plan.tasks:
-        return IngestResult(len(files), 0, skipped_counts, 0, 0, 0, 0, timer.seconds)
+        return IngestResult(len(files), 0, skipped_counts, 0, 0, 0, 0, timer.seconds, **skipped_summary)
 
     # Stage each step's output once as Parquet: the parser plan is planned and run exactly once,
     # and nothing depends on cache() (unavailable on serverless).
     staging = f"{storage.lake.rstrip('/')}/_staging/{run_id}"
     is_log = F.col("log_kind").isin(*LOG_KINDS)
-    marked = mark_lines(read_lines(spark, plan.tasks, config), is_log & ~unparseable())
+    marked = mark_lines(read_lines(spark, plan.tasks, config), is_log & ~unreadable_lines())
     marked.write.mode("overwrite").parquet(f"{staging}/lines")
     lines = spark.read.parquet(f"{staging}/lines")
     timer.lap("read_and_mark_lines")
     parsed = stage_parsed(spark, lines, config.ingest.source_time_zone, staging, timer)
     framing = spark.read.parquet(f"{staging}/framing")
-    line_statuses(lines, parsed, framing).write.mode("overwrite").parquet(f"{staging}/status")
+    with_read_problems(line_statuses(lines, parsed, framing), lines).write.mode("overwrite").parquet(
+        f"{staging}/status"
+    )
     status = spark.read.parquet(f"{staging}/status")
     timer.lap("line_statuses")
 
@@ -221,7 +279,7 @@ def ingest(
         file_rows.append(
             (
                 task.file_id, task.source_file, f.cluster_id, f.host_id, f.stream, f.log_kind, f.file_order,
-                task.end_byte, task.start_line - 1 + read_n, f.content_sha256, run_id, file_max.get(task.file_id),
+                task.end_byte, task.start_line - 1 + read_n, f.readable_sha256, run_id, file_max.get(task.file_id),
             )
         )
     storage.upsert(
@@ -248,7 +306,15 @@ def ingest(
         irrelevant=totals["irrelevant"],
         malformed=totals["malformed"],
         step_seconds=timer.seconds,
+        **skipped_summary,
     )
+
+
+def _reason_counts(reasons) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for reason in reasons:
+        counts[reason] = counts.get(reason, 0) + 1
+    return counts
 
 
 ACCOUNTING_SCHEMA = StructType(
