@@ -57,7 +57,7 @@ _NOT_SECRET = r"(?!null\b|\[hidden\]|\[redacted\])"
 # (pattern, replacement), applied in order; every pattern is case-insensitive.
 REDACTIONS: list[tuple[str, str]] = [
     # A JAAS config is one value up to its closing ";": usernames and passwords inside it.
-    (r"(?i)(sasl\.jaas\.config[\"']?\s*[=:]\s*)" + _NOT_SECRET + r"[^;\n]*;?", "$1" + REDACTED),
+    (r"(?i)(sasl\.jaas\.config[\"']?\s*[=:]\s*+)(?![\"'])" + _NOT_SECRET + r"[^;\n]*;?", "$1" + REDACTED),
     # Quoted values: JSON "key":"v", key = "v", password="v" (inside a JAAS line of another key).
     (r"(?i)(" + _SECRET_KEY + r"[\"']?\s*[=:]\s*)\"" + _NOT_SECRET + r"[^\"]*\"", "$1\"" + REDACTED + "\""),
     (r"(?i)(" + _SECRET_KEY + r"[\"']?\s*[=:]\s*)'" + _NOT_SECRET + r"[^']*'", "$1'" + REDACTED + "'"),
