@@ -452,9 +452,10 @@ def parse_request_log(records: DataFrame) -> DataFrame:
     )
     text_event = F.array(_partition_event(details=_details(format=F.lit("text"))))
     malformed = F.col("_truncated") | (F.col("_format") == "json") & (corrupt.isNotNull() | header.isNull())
-    malformed_reason = F.when(F.col("_truncated"), F.lit("truncated request-log line")).otherwise(
-        F.lit("unparseable request-log JSON")
-    )
+    # A cut line of an API we parse keeps the JSON parser's verdict; others are named truncated.
+    malformed_reason = F.when(
+        F.col("_truncated") & ~F.col("_api").isin(*API_EVENT_TYPES), F.lit("truncated request-log line")
+    ).otherwise(F.lit("unparseable request-log JSON"))
     staged = parsed.select(
         "*",
         malformed.alias("_malformed"),
