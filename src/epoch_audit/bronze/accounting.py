@@ -16,7 +16,7 @@ from pyspark.sql import functions as F
 from epoch_audit.bronze.discover import LOG_KINDS
 from epoch_audit.bronze.parsers import MALFORMED
 
-STATUS_COLUMNS = ["file_id", "source_file", "line_number", "status", "reason", "bad_utf8"]
+STATUS_COLUMNS = ["file_id", "source_file", "line_number", "status", "reason", "bad_utf8", "redacted"]
 
 
 def line_problem(text: Column, line_chars: Column) -> Column:
@@ -65,6 +65,8 @@ def _line_facts(lines: DataFrame) -> DataFrame:
         line_problem(F.col("text"), F.col("line_chars")).alias("_problem"),
         (F.trim("text") == "").alias("_blank"),
         (F.instr("text", "\ufffd") > 0).alias("bad_utf8"),
+        # secret values replaced in the line (epoch_audit.bronze.records.redact_secrets)
+        (F.col("redacted") if "redacted" in lines.columns else F.lit(0)).alias("redacted"),
     )
 
 
@@ -83,6 +85,7 @@ def line_status_for_logs(log_lines: DataFrame, framing: DataFrame, record_events
         *_status(F.col("_problem"), F.col("has_event"), F.col("parser_reason"), F.col("record_line").isNull(),
                  F.col("_blank")),
         "bad_utf8",
+        "redacted",
     )
 
 
@@ -95,17 +98,20 @@ def line_status_for_files(file_lines: DataFrame, file_events: DataFrame) -> Data
         "line_number",
         *_status(F.col("_problem"), F.col("has_event"), F.col("parser_reason"), F.lit(False), F.col("_blank")),
         "bad_utf8",
+        "redacted",
     )
 
 
 def file_accounting(status: DataFrame) -> DataFrame:
-    """Per file: lines read = parsed + irrelevant + malformed (and how many had bad UTF-8)."""
+    """Per file: lines read = parsed + irrelevant + malformed (and how many had bad UTF-8, and how
+    many secret values were redacted)."""
     return status.groupBy("file_id").agg(
         F.count("*").alias("lines_read"),
         F.sum(F.when(F.col("status") == "parsed", 1).otherwise(0)).alias("parsed"),
         F.sum(F.when(F.col("status") == "irrelevant", 1).otherwise(0)).alias("irrelevant"),
         F.sum(F.when(F.col("status") == "malformed", 1).otherwise(0)).alias("malformed"),
         F.sum(F.when(F.col("bad_utf8"), 1).otherwise(0)).alias("bad_utf8"),
+        F.sum(F.coalesce(F.col("redacted"), F.lit(0))).alias("redacted"),
     )
 
 

@@ -41,6 +41,60 @@ LOGGER_TAIL = r"^(.*) \(([^()\s]+)\)(?: \[([^\]]*)\])?$"
 SEASTAR_SRC = r"^((?:\[[^\]]*\] )?)([\w.+-]+\.(?:cc|h|cpp|hh):\d+) - (.*)$"
 
 
+# Secrets (issue #19): values of keys naming a secret, and the configs Kafka itself types PASSWORD
+# (ConfigDef.Type.PASSWORD: ssl.key.password, ssl.keystore.password, ssl.truststore.password,
+# ssl.keystore.key, ssl.keystore.certificate.chain, ssl.truststore.certificates, sasl.jaas.config,
+# sasl.oauthbearer ...client.secret, delegation.token.secret.key, password.encoder.secret ...), in
+# any listener/prefix form (``listener.name.sasl_ssl.plain.sasl.jaas.config``).
+REDACTED = "[redacted]"
+_SECRET_WORDS = (
+    "password", "passwd", "secret", "token", "credentials", "sasl.jaas.config", "ssl.keystore.key",
+    "ssl.keystore.certificate.chain", "ssl.truststore.certificates", "basic.auth.user.info",
+)
+_SECRET_KEY = r"[A-Za-z0-9_.-]*(?:" + "|".join(w.replace(".", r"\.") for w in _SECRET_WORDS) + r")[A-Za-z0-9_.-]*"
+# Kafka prints an unset password as null and a set one as [hidden]: nothing to hide there.
+_NOT_SECRET = r"(?!null\b|\[hidden\]|\[redacted\])"
+# (pattern, replacement), applied in order; every pattern is case-insensitive.
+REDACTIONS: list[tuple[str, str]] = [
+    # A JAAS config is one value up to its closing ";": usernames and passwords inside it.
+    (r"(?i)(sasl\.jaas\.config[\"']?\s*[=:]\s*+)(?![\"'])" + _NOT_SECRET + r"[^;\n]*;?", "$1" + REDACTED),
+    # Quoted values: JSON "key":"v", key = "v", password="v" (inside a JAAS line of another key).
+    (r"(?i)(" + _SECRET_KEY + r"[\"']?\s*[=:]\s*)\"" + _NOT_SECRET + r"[^\"]*\"", "$1\"" + REDACTED + "\""),
+    (r"(?i)(" + _SECRET_KEY + r"[\"']?\s*[=:]\s*)'" + _NOT_SECRET + r"[^']*'", "$1'" + REDACTED + "'"),
+    # Bare values: key=v, key = v, key: v (up to a blank or a separator).
+    (r"(?i)(" + _SECRET_KEY + r"\s*[=:]\s*)" + _NOT_SECRET + r"[^\s\"',;)}\]]+", "$1" + REDACTED),
+    # A config record or dump naming the key in one field and the value in the next.
+    (r"(?i)(\"name\"\s*:\s*\"" + _SECRET_KEY + r"\"\s*,\s*\"value\"\s*:\s*)\"" + _NOT_SECRET + r"[^\"]*\"",
+     "$1\"" + REDACTED + "\""),
+]
+# Cheap test first: almost no line names a secret, and those skip every regex.
+_SECRET_HINTS = ("passw", "secret", "token", "credential", "jaas", "ssl.keystore", "ssl.truststore", "user.info")
+
+
+def redact_secrets(lines: DataFrame) -> DataFrame:
+    """Replace secret values in ``text`` by ``[redacted]`` before anything stores or logs a line.
+
+    Adds ``redacted`` (how many values were replaced in the line). ``line_chars`` (the length as
+    read) moves by the same amount as the text, so a line cut at ``max_line_chars`` still shows
+    as cut and an uncut one does not.
+    """
+    text = F.col("text")
+    low = F.lower(text)
+    hinted = F.lit(False)
+    for hint in _SECRET_HINTS:
+        hinted = hinted | low.contains(hint)
+    redacted = text
+    count = F.lit(0)
+    for pattern, replacement in REDACTIONS:
+        count = count + F.regexp_count(redacted, F.lit(pattern))
+        redacted = F.regexp_replace(redacted, pattern, replacement)
+    out = lines.withColumn("redacted", F.when(hinted, count).otherwise(F.lit(0)))
+    new_text = F.when(hinted, redacted).otherwise(text)
+    if "line_chars" in lines.columns:
+        out = out.withColumn("line_chars", F.col("line_chars") + F.length(new_text) - F.length(text))
+    return out.withColumn("text", new_text)
+
+
 def strip_wrappers(lines: DataFrame) -> DataFrame:
     """Strip CRI / journald, then docker-compose, then an embedding program's prefix; unpack CSV.
 
@@ -86,10 +140,20 @@ def _split_first_line(source_time_zone: str) -> list[Column]:
         .when(fmt == "strimzi2", F.concat(F.regexp_extract(inner, STRIMZI2_START, 1), F.lit(",000")))
         .when(fmt == "redpanda", F.regexp_extract(inner, SEASTAR_START, 2))
     )
-    local_ts = F.to_timestamp(ts_text, "yyyy-MM-dd HH:mm:ss,SSS")
+    # The safe parses: under ANSI mode to_timestamp raises on "2024-13-45" or Feb 30 and aborts the run.
+    local_ts = F.try_to_timestamp(ts_text, F.lit("yyyy-MM-dd HH:mm:ss,SSS"))
     # CSV exports carry an ISO timestamp with its zone (usually Z): parse it as such.
-    csv_ts = F.to_timestamp(F.col("csv_ts"))
+    csv_ts = F.try_to_timestamp(F.col("csv_ts"))
     event_time = F.when(fmt == "csv", csv_ts).otherwise(F.to_utc_timestamp(local_ts, source_time_zone))
+    shard_text = F.when(fmt == "redpanda", F.regexp_extract(inner, SEASTAR_START, 3))
+    shard = shard_text.try_cast("int")
+    # A record start whose time or shard is not a valid value: the record is malformed (see
+    # epoch_audit.bronze.parsers.dispatch), never parsed with a null field.
+    problem = (
+        F.when(ts_text.isNotNull() & local_ts.isNull(), F.concat(F.lit("event_time: invalid timestamp "), ts_text))
+        .when((fmt == "csv") & csv_ts.isNull(), F.concat(F.lit("event_time: invalid timestamp "), F.col("csv_ts")))
+        .when(shard_text.isNotNull() & shard.isNull(), F.concat(F.lit("shard: value out of range "), shard_text))
+    )
     level = (
         F.when(fmt == "kafka", F.regexp_extract(inner, KAFKA_START, 2))
         .when(fmt == "strimzi", F.regexp_extract(inner, STRIMZI_START, 2))
@@ -113,7 +177,8 @@ def _split_first_line(source_time_zone: str) -> list[Column]:
         .when(fmt == "csv", F.col("csv_logger"))
         .alias("fixed_logger"),
         F.when(fmt == "strimzi2", F.regexp_extract(inner, STRIMZI2_START, 3)).alias("fixed_thread"),
-        F.when(fmt == "redpanda", F.regexp_extract(inner, SEASTAR_START, 3).cast("int")).alias("shard"),
+        shard.alias("shard"),
+        problem.alias("problem"),
     ]
 
 
@@ -227,13 +292,14 @@ def group_records(
         F.when(fmt == "strimzi2", F.lit("strimzi")).otherwise(fmt).alias("line_format"),
         "shard",
         F.when(fmt == "redpanda", F.regexp_extract(F.col("body"), SEASTAR_SRC, 2)).alias("src_loc"),
+        "problem",
     )
     return records, line_status
 
 
 def frame_log_lines(lines: DataFrame, source_time_zone: str = "UTC") -> tuple[DataFrame, DataFrame]:
-    """lines -> (records, line_status): the whole framing chain."""
-    marked = lines.transform(strip_wrappers).transform(mark_record_starts)
+    """lines -> (records, line_status): the whole framing chain (secrets redacted first)."""
+    marked = lines.transform(redact_secrets).transform(strip_wrappers).transform(mark_record_starts)
     return group_records(marked, source_time_zone)
 
 
@@ -245,7 +311,10 @@ def mark_lines(lines: DataFrame, is_log: Column) -> DataFrame:
 
     Rows where ``is_log`` is false (dump and checkpoint lines) get nulls. ``inner`` is kept only
     where a wrapper was removed (``unmark`` restores it), so staging does not store each line twice.
+    Secrets are redacted here, in the staged text of every line: bronze ``raw``, the quarantine and
+    the report only ever see the redacted text.
     """
+    lines = redact_secrets(lines)
     marked = lines.transform(strip_wrappers).transform(mark_record_starts)
     inner = F.when(is_log & (F.col("inner") != F.col("text")), F.col("inner")).alias("inner")
     return marked.select(

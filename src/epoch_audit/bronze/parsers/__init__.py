@@ -8,7 +8,8 @@ already stripped and continuation lines already attached), one row per log event
   line_count, event_time (timestamp), level, logger, thread, message (first line's message text,
   i.e. between the prefix and the ``(logger)`` tail), text (message + continuation lines joined with
   ``\\n``), raw (the record's lines, wrapper stripped), line_format (kafka | strimzi | redpanda),
-  shard, src_loc (Redpanda ``file.cc:NN``).
+  shard, src_loc (Redpanda ``file.cc:NN``), problem (why the record start holds an invalid value, e.g.
+  a timestamp "2024-02-30 ...": such a record is malformed and reaches no parser; else null).
 
 ``lines`` (file-level formats: dumps, checkpoints), one row per physical line:
   file_id, source_file, file_name, cluster_id, host_id, file_order, log_kind, line_number, text.
@@ -26,10 +27,16 @@ from __future__ import annotations
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql.types import ArrayType, DataType
 
 from epoch_audit.contracts.events import EVENT_SCHEMA
 
 MALFORMED = "__malformed__"
+# Provenance and text columns: set by the reader and the framing, never converted from log text.
+_TRUSTED = frozenset({
+    "event_type", "cluster_id", "host_id", "source_file", "file_id", "file_order", "line_number", "sub_index",
+    "log_kind", "level", "logger", "raw", "details", "event_time", "kafka_version_hint",
+})
 
 
 def event_id(*parts: Column) -> Column:
@@ -37,20 +44,43 @@ def event_id(*parts: Column) -> Column:
     return F.sha2(F.concat_ws("|", *[p.cast("string") for p in parts]), 256)
 
 
+def _out_of_type(source: Column, typed: Column, dtype: DataType) -> Column:
+    """True where a value is present but does not fit its bronze type (the safe cast gave null)."""
+    if isinstance(dtype, ArrayType):
+        return F.coalesce(F.exists(typed, lambda x: x.isNull()), F.lit(False))
+    return source.isNotNull() & typed.isNull()
+
+
 def finish_events(parsed: DataFrame) -> DataFrame:
-    """Complete a parser's output to the bronze schema: nulls for missing columns, typed casts, ids."""
+    """Complete a parser's output to the bronze schema: nulls for missing columns, typed casts, ids.
+
+    Every cast is the safe form (Spark runs in ANSI mode: a plain cast raises on an epoch beyond
+    int32 and aborts the run). A value that does not fit its column makes the event malformed with
+    a reason naming the column, never a silently null field inside a parsed event. Parsers that
+    convert text themselves keep ``try_cast``'s null elements in lists, so an ISR element beyond
+    int32 is caught here too.
+    """
     present = set(parsed.columns)
     if "sub_index" not in present:
         parsed = parsed.withColumn("sub_index", F.lit(0))
         present.add("sub_index")
-    cols = []
+    typed: dict[str, Column] = {}
+    misfit: list[Column] = []
     for field in EVENT_SCHEMA.fields:
         if field.name == "event_id":
-            cols.append(
-                event_id(F.col("file_id"), F.col("line_number"), F.col("sub_index")).alias("event_id")
-            )
+            typed[field.name] = event_id(F.col("file_id"), F.col("line_number"), F.col("sub_index"))
         elif field.name in present:
-            cols.append(F.col(field.name).cast(field.dataType).alias(field.name))
+            value = F.col(field.name).try_cast(field.dataType)
+            typed[field.name] = value
+            if field.name not in _TRUSTED:
+                misfit.append(
+                    F.when(_out_of_type(F.col(field.name), value, field.dataType),
+                           F.lit(f"{field.name}: value out of range for {field.dataType.simpleString()}"))
+                )
         else:
-            cols.append(F.lit(None).cast(field.dataType).alias(field.name))
-    return parsed.select(*cols)
+            typed[field.name] = F.lit(None).cast(field.dataType)
+    reason = F.coalesce(*misfit) if misfit else F.lit(None).cast("string")
+    bad = F.col("_misfit").isNotNull() & (F.col("event_type") != MALFORMED)
+    typed["event_type"] = F.when(bad, F.lit(MALFORMED)).otherwise(typed["event_type"])
+    typed["details"] = F.when(bad, F.create_map(F.lit("reason"), F.col("_misfit"))).otherwise(typed["details"])
+    return parsed.withColumn("_misfit", reason).select(*[typed[f.name].alias(f.name) for f in EVENT_SCHEMA.fields])

@@ -69,12 +69,13 @@ def copy_time_col(file_name: Column, source_time_zone: str = "UTC") -> Column:
     s = F.regexp_extract(name, COPY_SUFFIX_PATTERN, 1)
 
     def part(start: int, length: int) -> Column:
-        return F.substring(s, start, length).cast("int")
+        return F.substring(s, start, length).try_cast("int")
 
     # make_timestamp with an explicit zone: the result does not depend on the session time zone.
+    # try_: a suffix like 2024-13-45 gives null (the line is quarantined), make_timestamp would raise.
     return F.when(
         s != "",
-        F.make_timestamp(part(1, 4), part(6, 2), part(9, 2), part(12, 2), part(15, 2), part(18, 2),
+        F.try_make_timestamp(part(1, 4), part(6, 2), part(9, 2), part(12, 2), part(15, 2), part(18, 2),
                          F.lit(source_time_zone)),
     )
 
@@ -104,6 +105,21 @@ def _common(source_time_zone: str) -> dict[str, Column]:
     }
 
 
+def _entry_misfit(t: Column, is_epoch: Column) -> Column:
+    """Why an entry line's numbers do not fit their columns (an epoch beyond int32, an offset beyond
+    int64), naming the column; null when they fit or the line is no entry."""
+    epoch, start = F.regexp_extract(t, EPOCH_ENTRY, 1), F.regexp_extract(t, EPOCH_ENTRY, 2)
+    partition, offset = F.regexp_extract(t, OFFSET_ENTRY, 2), F.regexp_extract(t, OFFSET_ENTRY, 3)
+
+    def misfit(name: str, text: Column, dtype: str) -> Column:
+        return F.when((text != "") & text.try_cast(dtype).isNull(),
+                      F.concat(F.lit(f"{name}: value out of range in checkpoint line: "), t))
+
+    return F.when(is_epoch, F.coalesce(misfit("leader_epoch", epoch, "int"), misfit("offset", start, "long"))).otherwise(
+        F.coalesce(misfit("partition", partition, "int"), misfit("offset", offset, "long"))
+    )
+
+
 def _checkpoint_events(rows: DataFrame, source_time_zone: str) -> DataFrame:
     t = F.col("text")
     ln = F.col("line_number")
@@ -118,7 +134,7 @@ def _checkpoint_events(rows: DataFrame, source_time_zone: str) -> DataFrame:
     rows = rows.join(header, "file_id")
     version_ok = F.col("_version_text").rlike(r"^\s*0\s*$")
     count_ok = F.col("_count_text").rlike(INT_LINE)
-    declared = F.regexp_extract(F.col("_count_text"), INT_LINE, 1).cast("long")
+    declared = F.regexp_extract(F.col("_count_text"), INT_LINE, 1).try_cast("long")
     kind = F.col("log_kind")
     is_epoch = kind == LEADER_EPOCH_CHECKPOINT
     entry_ok = t.rlike(EPOCH_ENTRY) & is_epoch | t.rlike(OFFSET_ENTRY) & ~is_epoch
@@ -130,6 +146,7 @@ def _checkpoint_events(rows: DataFrame, source_time_zone: str) -> DataFrame:
             F.concat(F.lit("Unrecognised checkpoint version: "), t, F.lit(", expected version: 0")),
         )
         .when((ln == 2) & ~count_ok, F.concat(F.lit("Malformed checkpoint count line: "), t))
+        .when((ln == 2) & declared.isNull(), F.concat(F.lit("declared_entries: value out of range: "), t))
         .when(
             (ln == 2) & version_ok & (declared != F.col("_entries")),
             # The broker reader's own text (CheckpointFile.CheckpointReadBuffer.read).
@@ -137,6 +154,9 @@ def _checkpoint_events(rows: DataFrame, source_time_zone: str) -> DataFrame:
                             declared.cast("string"), F.col("source_file"), F.col("_entries").cast("string")),
         )
         .when((ln > 2) & version_ok & ~entry_ok, F.concat(F.lit("Malformed line in checkpoint file: "), t))
+        .when((ln > 2) & version_ok & (misfit := _entry_misfit(t, is_epoch)).isNotNull(), misfit)
+        .when(c["copy_time"].isNotNull() & c["event_time"].isNull(),
+              F.concat(F.lit("event_time: invalid copy time suffix "), c["copy_time"]))
         .when(
             (ln > 2) & version_ok & entry_ok & is_epoch & c["dir_topic"].isNull(),
             F.lit("leader-epoch-checkpoint outside a <topic>-<partition> directory"),
@@ -154,7 +174,7 @@ def _checkpoint_events(rows: DataFrame, source_time_zone: str) -> DataFrame:
         F.when(is_epoch, F.lit("checkpoint_leader_epoch"))
         .otherwise(F.element_at(F.create_map(*[F.lit(x) for kv in OFFSET_KINDS.items() for x in kv]), kind)),
     )
-    entry_offset = F.when(is_epoch, g(2)).otherwise(g(3)).cast("long")
+    entry_offset = F.when(is_epoch, g(2)).otherwise(g(3)).try_cast("long")
     details = F.create_map(
         F.lit("copy_time"), c["copy_time"],
         F.lit("entry_index"), (ln - 3).cast("string"),
@@ -172,10 +192,10 @@ def _checkpoint_events(rows: DataFrame, source_time_zone: str) -> DataFrame:
             "event_type",
             F.col("host_id").alias("broker_id"),
             F.when(et != MALFORMED, F.when(is_epoch, c["dir_topic"]).otherwise(g(1))).alias("topic"),
-            F.when(et != MALFORMED, F.when(is_epoch, c["dir_partition"]).otherwise(g(2).cast("int")))
+            F.when(et != MALFORMED, F.when(is_epoch, c["dir_partition"]).otherwise(g(2).try_cast("int")))
             .alias("partition"),
             c["event_time"].alias("event_time"),
-            F.when(et == "checkpoint_leader_epoch", g(1).cast("int")).alias("leader_epoch"),
+            F.when(et == "checkpoint_leader_epoch", g(1).try_cast("int")).alias("leader_epoch"),
             F.when(et.isin("checkpoint_leader_epoch", "checkpoint_recovery_offset"), entry_offset).alias("offset"),
             F.when(et == "checkpoint_replication_offset", entry_offset).alias("high_watermark"),
             F.when(et == "checkpoint_log_start_offset", entry_offset).alias("log_start_offset"),

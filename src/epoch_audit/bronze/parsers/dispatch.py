@@ -9,7 +9,7 @@ from functools import reduce
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from epoch_audit.bronze.parsers import finish_events
+from epoch_audit.bronze.parsers import MALFORMED, finish_events
 from epoch_audit.bronze.parsers.checkpoints import parse_checkpoints
 from epoch_audit.bronze.parsers.kafka_log4j import parse_kafka_log4j
 from epoch_audit.bronze.parsers.metadata_dump import parse_metadata_dump
@@ -23,11 +23,12 @@ REQUEST_LOGGER = "kafka.request.logger"
 def is_request_log_record() -> Column:
     """Request-logger records: logger ``kafka.request.logger``, or its ``%c{1}`` short name ``logger``
     (the Strimzi log4j2 pattern, §8) on a ``Completed request:`` message — ``state.change.logger``
-    shortens to ``logger`` too, so the name alone cannot tell them apart."""
+    shortens to ``logger`` too, so the name alone cannot tell them apart. A line cut inside its JSON
+    has lost its ``(logger)`` tail: a ``Completed request:`` message without a logger is one too
+    (the request-log parser quarantines it as truncated)."""
     logger = F.coalesce(F.col("logger"), F.lit(""))
-    return (logger == REQUEST_LOGGER) | (
-        (logger == "logger") & F.coalesce(F.col("message").startswith("Completed request:"), F.lit(False))
-    )
+    completed = F.coalesce(F.col("message").startswith("Completed request:"), F.lit(False))
+    return (logger == REQUEST_LOGGER) | (logger.isin("logger", "") & completed)
 
 
 RecordParser = Callable[[DataFrame], DataFrame]
@@ -69,11 +70,25 @@ def _empty_events(source: DataFrame) -> DataFrame:
     return finish_events(source.limit(0).select("file_id", "line_number", F.lit("none").alias("event_type")))
 
 
+def record_problems(records: DataFrame) -> DataFrame:
+    """One malformed row per record whose start holds an invalid value (``problem``: a bad timestamp,
+    an out-of-range shard): quarantined with that reason instead of parsed with a null field."""
+    bad = records.where(F.col("problem").isNotNull())
+    return bad.select(
+        "file_id", "source_file", "cluster_id", "host_id", "file_order", "log_kind", "line_number",
+        F.lit(MALFORMED).alias("event_type"),
+        F.create_map(F.lit("reason"), F.col("problem")).alias("details"),
+    )
+
+
 def record_parser_outputs(records: DataFrame) -> list[tuple[str, DataFrame]]:
-    """(parser name, bronze-schema rows incl. malformed) for every record parser, on its records."""
+    """(parser name, bronze-schema rows incl. malformed) for every record parser, on its records;
+    records with a ``problem`` reach no parser (``record_problems``)."""
     outputs = []
+    valid = F.col("problem").isNull()
     for name, parser, selects in RECORD_PARSERS:
-        outputs.append((name, finish_events(parser(records.where(selects())))))
+        outputs.append((name, finish_events(parser(records.where(valid & selects())))))
+    outputs.append(("record_problems", finish_events(record_problems(records))))
     return outputs
 
 

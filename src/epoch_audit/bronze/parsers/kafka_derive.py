@@ -44,7 +44,7 @@ FAN_FIELDS: list[tuple[str, DataType]] = [
 def fan_element(**values: Column) -> Column:
     """A fan-out element with every FAN_FIELDS field (missing ones null)."""
     return F.struct(*[
-        (values[n].cast(t) if n in values else F.lit(None).cast(t)).alias(n) for n, t in FAN_FIELDS
+        (values[n].try_cast(t) if n in values else F.lit(None).cast(t)).alias(n) for n, t in FAN_FIELDS
     ])
 
 
@@ -62,8 +62,8 @@ def field_int_list(s: Column, key: str) -> Column:
 
 def broker_states(s: Column) -> dict[str, Column]:
     """``List(BrokerState(brokerId=1, brokerEpoch=-1), ...)`` / ``[BrokerState(..)]`` -> isr + epochs."""
-    ids = F.transform(F.regexp_extract_all(s, F.lit(r"brokerId=(-?\d+)"), 1), lambda x: x.cast(_INT))
-    epochs = F.transform(F.regexp_extract_all(s, F.lit(r"brokerEpoch=(-?\d+)"), 1), lambda x: x.cast(_LONG))
+    ids = F.transform(F.regexp_extract_all(s, F.lit(r"brokerId=(-?\d+)"), 1), lambda x: x.try_cast(_INT))
+    epochs = F.transform(F.regexp_extract_all(s, F.lit(r"brokerEpoch=(-?\d+)"), 1), lambda x: x.try_cast(_LONG))
     return {"isr": ids, "isr_broker_epochs": epochs}
 
 

@@ -196,6 +196,7 @@ def _plan_columns() -> dict[str, Any]:
                F.concat(F.lit("no known variant of "), F.col("_tid")))
         .when(~matched, F.concat(F.lit("template "), F.col("_tid"), F.lit(" did not match")))
         .when(fan_bad, F.concat(F.lit("template "), F.col("_tid"), F.lit(": list not parsed")))
+        .otherwise(table.misfit_group())
     )
     step["reason"] = reason.alias("_reason")
 

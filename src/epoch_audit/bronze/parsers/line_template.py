@@ -119,7 +119,8 @@ def per_template_arrays(values: Sequence[Sequence[Any]], element_type: str) -> C
 
 def int_list(s: Column, dtype: DataType = _INT) -> Column:
     """Every integer in a printed list, any form: 1,2 / [1, 2] / List(1, 2) / Set() -> array."""
-    return F.transform(F.regexp_extract_all(s, F.lit(r"-?\d+"), 0), lambda x: x.cast(dtype))
+    # try_cast: an element beyond the type is a null element (finish_events quarantines the line), not an abort.
+    return F.transform(F.regexp_extract_all(s, F.lit(r"-?\d+"), 0), lambda x: x.try_cast(dtype))
 
 
 def java_regex(regex: str) -> str:
@@ -315,10 +316,28 @@ class TemplateTable:
             parts.append(const)
         derived = self.derived(col_name)
         if derived is not None:
-            parts.append(derived.cast(dtype))
+            parts.append(derived.try_cast(dtype))
         if not parts:
             return F.lit(None).cast(dtype)
         return parts[0] if len(parts) == 1 else F.coalesce(*parts)
+
+    def misfit_group(self) -> Column:
+        """The first typed group of the row's template whose text does not fit its column (an epoch
+        beyond int32, a list element beyond the type), as ``"<column>: value out of range <text>"``;
+        null when every group fits. Such a line is malformed, never parsed with a null field."""
+        checks = []
+        for name in self.slots:
+            dtype = self.column_types.get(name)
+            if dtype is None or isinstance(dtype, StringType):
+                continue
+            text = self.group(name)
+            typed = _typed(text, dtype)
+            if isinstance(dtype, ArrayType):
+                bad = F.coalesce(F.exists(typed, lambda x: x.isNull()), F.lit(False))
+            else:
+                bad = text.isNotNull() & typed.isNull()
+            checks.append(F.when(bad, F.concat(F.lit(f"{name}: value out of range "), F.substring(text, 1, 100))))
+        return F.coalesce(*checks) if checks else F.lit(None).cast(_STR)
 
     def detail_value(self, key: str) -> Column:
         """A ``d_<key>`` value: its group, else its constant, else its derived value (strings)."""

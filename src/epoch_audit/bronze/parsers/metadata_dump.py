@@ -197,14 +197,14 @@ def _snapshot_section(t: Column, is_dumping: Column, is_snap_header: Column) -> 
         F.when(name == "bootstrap.checkpoint", F.lit("bootstrap"))
         .when(path.endswith(".checkpoint"), F.lit("snapshot"))
         .alias("kind"),
-        F.nullif(F.regexp_extract(path, SNAPSHOT_FILE, 1), F.lit("")).cast("long").alias("end_offset"),
-        F.nullif(F.regexp_extract(path, SNAPSHOT_FILE, 2), F.lit("")).cast("int").alias("epoch"),
+        F.nullif(F.regexp_extract(path, SNAPSHOT_FILE, 1), F.lit("")).try_cast("long").alias("end_offset"),
+        F.nullif(F.regexp_extract(path, SNAPSHOT_FILE, 2), F.lit("")).try_cast("int").alias("epoch"),
     )
     from_header = F.struct(
         F.lit(True).alias("is_snapshot"),
         F.when(t == BOOTSTRAP_HEADER, F.lit("bootstrap")).otherwise(F.lit("snapshot")).alias("kind"),
-        F.nullif(F.regexp_extract(t, SNAPSHOT_HEADER, 1), F.lit("")).cast("long").alias("end_offset"),
-        F.nullif(F.regexp_extract(t, SNAPSHOT_HEADER, 2), F.lit("")).cast("int").alias("epoch"),
+        F.nullif(F.regexp_extract(t, SNAPSHOT_HEADER, 1), F.lit("")).try_cast("long").alias("end_offset"),
+        F.nullif(F.regexp_extract(t, SNAPSHOT_HEADER, 2), F.lit("")).try_cast("int").alias("epoch"),
     )
     return F.when(is_dumping, from_path).when(is_snap_header, from_header)
 
@@ -271,9 +271,9 @@ def _record_events(rows: DataFrame) -> DataFrame:
     # ``| offset: <o> <tsType>: <ts> keySize: ..`` split on spaces: [|, offset:, o, tsType:, ts, ...]
     # (``|offset:`` without the space shifts by one; the reference prints the space).
     shift = F.when(head[0] == "|", F.lit(0)).otherwise(F.lit(-1))
-    rec_offset = F.when(has_meta, F.element_at(head, shift + 3).cast("long"))
+    rec_offset = F.when(has_meta, F.element_at(head, shift + 3).try_cast("long"))
     rec_ts_type = F.element_at(head, shift + 4)
-    rec_ts = F.when(has_meta & (rec_ts_type == "CreateTime:"), F.element_at(head, shift + 5).cast("long"))
+    rec_ts = F.when(has_meta & (rec_ts_type == "CreateTime:"), F.element_at(head, shift + 5).try_cast("long"))
     payload = F.col("_payload")
     has_payload = payload.isNotNull()
     parsed = F.from_json(payload, PAYLOAD_SCHEMA)

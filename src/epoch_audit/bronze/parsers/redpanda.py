@@ -167,7 +167,12 @@ def parse_redpanda(records: DataFrame) -> DataFrame:
 
     def col_value(column: str) -> Column:
         idx = per_template_literal([t.cols.get(column, (0, ""))[0] for t in ALL_TEMPLATES], _INT)
-        return F.when(idx > 0, _convert(_group(idx), _COL_KINDS[column]))
+        kind = _COL_KINDS[column]
+        if kind in ("int", "long", "offset"):
+            # kept as text: finish_events converts it and quarantines a term beyond int32 (never a null term)
+            text = F.nullif(_group(idx), F.lit(""))
+            return F.when(idx > 0, text if kind != "offset" else F.when(text != F.lit(_OFFSET_SENTINEL), text))
+        return F.when(idx > 0, _convert(_group(idx), kind))
 
     tagged = per_template_literal([t.hint is None and t.regex.startswith(PREVOTE_TAG) for t in ALL_TEMPLATES], _BOOL)
     # the "[pre-vote: ...]" tag exists from v24.1.1; the untagged forms are v22.1-v23.3
@@ -281,10 +286,10 @@ def parse_redpanda(records: DataFrame) -> DataFrame:
         broker_id.cast("int").alias("broker_id"),
         topic.alias("topic"),
         partition.alias("partition"),
-        F.col("leader_epoch").cast("int").alias("leader_epoch"),
-        F.col("current_leader_epoch").cast("int").alias("current_leader_epoch"),
+        "leader_epoch",
+        "current_leader_epoch",
         leader.cast("int").alias("leader"),
         replica_id.cast("int").alias("replica_id"),
-        F.col("_line_offset").cast("long").alias("offset"),
+        F.col("_line_offset").alias("offset"),
         details.alias("details"),
     )

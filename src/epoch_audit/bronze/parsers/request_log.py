@@ -416,7 +416,12 @@ def parse_request_log(records: DataFrame) -> DataFrame:
     api = F.when(is_json, F.regexp_extract(msg, r'"requestApiKeyName":"([A-Z_]+)"', 1)).otherwise(
         F.regexp_extract(msg, _TEXT_HEADER, 1)
     )
-    ours = candidates.withColumn("_api", api).where(F.col("_api").isin(*API_EVENT_TYPES))
+    # A line cut short (lost its "(logger)" tail, or its JSON does not close) is malformed whatever
+    # its API: counting it irrelevant would hide the loss.
+    truncated = F.col("logger").isNull() | (is_json & ~F.rtrim(msg).endswith("}"))
+    ours = candidates.withColumn("_api", api).withColumn("_truncated", truncated).where(
+        F.col("_api").isin(*API_EVENT_TYPES) | F.col("_truncated")
+    )
     body = F.substring(msg, len(PREFIX) + 1, 1 << 30)
     opts = {"columnNameOfCorruptRecord": "_corrupt_record", "mode": "PERMISSIVE"}
     parsed = ours.select(
@@ -446,7 +451,11 @@ def parse_request_log(records: DataFrame) -> DataFrame:
         .cast(f"array<{EVENT_STRUCT_TYPE}>")
     )
     text_event = F.array(_partition_event(details=_details(format=F.lit("text"))))
-    malformed = (F.col("_format") == "json") & (corrupt.isNotNull() | header.isNull())
+    malformed = F.col("_truncated") | (F.col("_format") == "json") & (corrupt.isNotNull() | header.isNull())
+    # A cut line of an API we parse keeps the JSON parser's verdict; others are named truncated.
+    malformed_reason = F.when(
+        F.col("_truncated") & ~F.col("_api").isin(*API_EVENT_TYPES), F.lit("truncated request-log line")
+    ).otherwise(F.lit("unparseable request-log JSON"))
     staged = parsed.select(
         "*",
         malformed.alias("_malformed"),
@@ -458,8 +467,8 @@ def parse_request_log(records: DataFrame) -> DataFrame:
         .cast("long")
         .alias("_correlation_id"),
         top_error.alias("_top_error"),
-        F.when(F.col("_format") == "text", text_event)
-        .when(malformed, F.array(_partition_event(details=_details(reason=F.lit("unparseable request-log JSON")))))
+        F.when(malformed, F.array(_partition_event(details=_details(reason=malformed_reason))))
+        .when(F.col("_format") == "text", text_event)
         .otherwise(events)
         .alias("_events"),
     )

@@ -72,7 +72,7 @@ def topic_partition_from_dir(directory: Column) -> tuple[Column, Column, Column]
     """
     ok = directory.rlike(PARTITION_DIR) & ~directory.rlike(HOST_DIR)
     topic = F.when(ok, F.regexp_extract(directory, PARTITION_DIR, 1))
-    partition = F.when(ok, F.regexp_extract(directory, PARTITION_DIR, 2).cast("int"))
+    partition = F.when(ok, F.regexp_extract(directory, PARTITION_DIR, 2).try_cast("int"))
     state = F.when(ok & (F.regexp_extract(directory, PARTITION_DIR, 4) != ""),
                    F.regexp_extract(directory, PARTITION_DIR, 4))
     return topic, partition, state
@@ -148,15 +148,15 @@ def batch_columns(m: Column) -> dict[str, Column]:
     """
     ts_type = F.coalesce(*[F.when(m[k].isNotNull(), F.lit(k)) for k in _TS_TYPES])
     ts_raw = F.coalesce(*[m[k] for k in _TS_TYPES])
-    ts = ts_raw.cast("long")
+    ts = ts_raw.try_cast("long")
     horizon = m["deleteHorizonMs"]
     is_v2 = m["baseOffset"].isNotNull()
     return {
-        "offset": m["baseOffset"].cast("long"),
-        "last_offset": F.coalesce(m["lastOffset"], m["offset"]).cast("long"),
-        "leader_epoch": m["partitionLeaderEpoch"].cast("int"),
-        "producer_id": m["producerId"].cast("long"),
-        "producer_epoch": m["producerEpoch"].cast("int"),
+        "offset": m["baseOffset"].try_cast("long"),
+        "last_offset": F.coalesce(m["lastOffset"], m["offset"]).try_cast("long"),
+        "leader_epoch": m["partitionLeaderEpoch"].try_cast("int"),
+        "producer_id": m["producerId"].try_cast("long"),
+        "producer_epoch": m["producerEpoch"].try_cast("int"),
         "is_transactional": F.coalesce(m["isTransactional"] == "true", F.lit(False)),
         "is_control": F.coalesce(m["isControl"] == "true", F.lit(False)),
         "create_time_ms": F.when(ts_type == "CreateTime", ts),
