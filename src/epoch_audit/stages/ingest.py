@@ -145,7 +145,7 @@ def with_read_problems(status: DataFrame, lines: DataFrame) -> DataFrame:
         "line_number",
         F.when(F.col("problem").isNotNull(), F.lit("malformed")).otherwise(F.col("status")).alias("status"),
         F.coalesce(F.col("problem"), F.col("reason")).alias("reason"),
-        "bad_utf8",
+        *[c for c in STATUS_COLUMNS if c not in ("file_id", "source_file", "line_number", "status", "reason")],
     ).select(*STATUS_COLUMNS)
 
 
