@@ -41,3 +41,27 @@ def test_secrets_are_redacted_and_counted(spark):
     assert [rows[n]["redacted"] for n in range(1, 10)] == [1, 1, 1, 1, 0, 0, 1, 2, 0]
     # the redaction does not make a line look cut at max_line_chars
     assert all(r["reason"] is None or "longer" not in r["reason"] for r in status.collect())
+
+
+def test_ingest_stores_no_secret_and_counts_the_redactions(spark, tmp_path):
+    from deltalake import DeltaTable
+
+    from epoch_audit.config import AppConfig
+    from epoch_audit.lake.storage import DeltaRsStorage
+    from epoch_audit.stages.ingest import EVENTS_TABLE, QUARANTINE_TABLE, ingest
+
+    host = tmp_path / "in" / "cluster=c1" / "broker-1"
+    host.mkdir(parents=True)
+    (host / "server.log.2024-03-05-09").write_text("\n".join(LINES) + "\n")
+    lake = tmp_path / "lake"
+    result = ingest(spark, DeltaRsStorage(spark, str(lake)), [str(tmp_path / "in")], AppConfig(), "r1")
+    assert result.lines_read == len(LINES) and result.redacted_secrets == 7  # the per-line counts above
+    stored = " ".join(
+        str(v)
+        for table in (EVENTS_TABLE, QUARANTINE_TABLE)
+        if (lake / table).exists()
+        for row in DeltaTable(str(lake / table)).to_pyarrow_table().to_pylist()
+        for v in row.values()
+    )
+    for secret in ("p4ss", "hunter2", "hunter3", "hunter4", "hunter5", "hunter6", "abc123"):
+        assert secret not in stored, secret

@@ -98,6 +98,8 @@ class IngestResult:
     # inputs that are not readable regular files (FIFOs, symlink loops, unreadable entries,
     # directories named like logs): {reason: count}, and the first paths with their reason
     skipped_inputs: dict[str, int] = field(default_factory=dict)
+    # secret values replaced by [redacted] in the lines read (before anything was stored)
+    redacted_secrets: int = 0
     skipped_input_paths: list[dict[str, str]] = field(default_factory=list)
 
     def to_dict(self) -> dict:
@@ -306,6 +308,7 @@ def ingest(
         irrelevant=totals["irrelevant"],
         malformed=totals["malformed"],
         step_seconds=timer.seconds,
+        redacted_secrets=sum(int(counts.get(task.file_id, {}).get("redacted") or 0) for task in plan.tasks),
         **skipped_summary,
     )
 
