@@ -184,7 +184,7 @@ def test_nightly_runs_find_exactly_the_violations_of_one_run(spark, week, whole_
     # The sample's traffic spans two hours: a horizon 20 minutes before the latest traffic lets the
     # second night read its traffic from 00:19 on plus the carried older events (epoch_audit.gold.carry).
     conf = root / "nightly.yaml"
-    conf.write_text((REPO / "conf" / "local.yaml").read_text().replace("traffic_lag_minutes: 1440", "traffic_lag_minutes: 20"))
+    conf.write_text((REPO / "src" / "epoch_audit" / "conf" / "local.yaml").read_text().replace("traffic_lag_minutes: 1440", "traffic_lag_minutes: 20"))
     new_per_night, read_from = [], []
     for night, drop in zip(NIGHTS, drops, strict=True):
         assert deliver(tree, drop, night)
