@@ -29,14 +29,9 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, DataType
 
+from epoch_audit.bronze.parsers.rows import MALFORMED
+from epoch_audit.bronze.parsers.rows import TRUSTED as _TRUSTED
 from epoch_audit.contracts.events import EVENT_SCHEMA
-
-MALFORMED = "__malformed__"
-# Provenance and text columns: set by the reader and the framing, never converted from log text.
-_TRUSTED = frozenset({
-    "event_type", "cluster_id", "host_id", "source_file", "file_id", "file_order", "line_number", "sub_index",
-    "log_kind", "level", "logger", "raw", "details", "event_time", "kafka_version_hint",
-})
 
 
 def event_id(*parts: Column) -> Column:
