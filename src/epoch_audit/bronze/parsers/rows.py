@@ -29,6 +29,7 @@ from pyspark.sql.types import (
     ArrayType,
     BooleanType,
     DataType,
+    DateType,
     IntegerType,
     LongType,
     MapType,
@@ -128,36 +129,65 @@ def event_id(file_id: Any, line_number: Any, sub_index: Any) -> str:
     return hashlib.sha256(key.encode("utf-8")).hexdigest()
 
 
-def _out_of_type(source: Any, typed: Any, dtype: DataType) -> bool:
+def _caster(dtype: DataType) -> Callable[[Any], Any]:
+    """A fast ``try_cast`` to ``dtype``: values already of the column's Python type pass through."""
+    if isinstance(dtype, (IntegerType, LongType)):
+        bits = _INT_BITS[dtype.simpleString()]
+        limit = 1 << (bits - 1)
+
+        def integral(value: Any) -> Any:
+            if type(value) is int:
+                return value if -limit <= value < limit else None
+            return _try_integral(value, bits)
+
+        return integral
     if isinstance(dtype, ArrayType):
-        return typed is not None and any(v is None for v in typed)
-    return source is not None and typed is None
+        element = _caster(dtype.elementType)
+        return lambda value: [None if v is None else element(v) for v in value]
+    native = {StringType: str, BooleanType: bool, TimestampType: datetime}.get(type(dtype))
+    if native is not None:
+        return lambda value: value if type(value) is native else try_cast(value, dtype)
+    if isinstance(dtype, MapType):  # details: string values pass through
+        return lambda value: value if all(type(v) is str for v in value.values()) else try_cast(value, dtype)
+    return lambda value: try_cast(value, dtype)
+
+
+_EVENT_COLUMNS = tuple(f.name for f in EVENT_SCHEMA.fields)
+# column -> (its position, fast safe cast, checked for misfits, an array, the misfit reason)
+_FINISH_PLAN = {
+    f.name: (position, _caster(f.dataType), f.name not in TRUSTED, isinstance(f.dataType, ArrayType),
+             f"{f.name}: value out of range for {f.dataType.simpleString()}")
+    for position, f in enumerate(EVENT_SCHEMA.fields) if f.name != "event_id"
+}
 
 
 def finish_row(row: Row) -> Row:
     """A parser's row completed to the bronze schema (EVENT_SCHEMA order), as finish_events does:
-    safe casts, deterministic id, and the first value that does not fit its column makes the
-    event malformed with ``{"reason": "<column>: value out of range for <type>"}``."""
-    row.setdefault("sub_index", 0)
-    out: Row = {}
-    misfit = None
-    for field in EVENT_SCHEMA.fields:
-        name = field.name
-        if name == "event_id":
-            out[name] = event_id(row.get("file_id"), row.get("line_number"), row.get("sub_index"))
+    safe casts, deterministic id, and the first value (in column order) that does not fit its
+    column makes the event malformed with ``{"reason": "<column>: value out of range for <type>"}``."""
+    sub_index = row.get("sub_index")
+    if sub_index is None:
+        sub_index = row["sub_index"] = 0
+    out: Row = dict.fromkeys(_EVENT_COLUMNS)
+    out["event_id"] = event_id(row.get("file_id"), row.get("line_number"), sub_index)
+    misfit: tuple[int, str] | None = None
+    for name, source in row.items():
+        plan = _FINISH_PLAN.get(name)
+        if plan is None or source is None:
             continue
-        source = row.get(name)
-        value = try_cast(source, field.dataType)
+        position, cast, checked, is_array, reason = plan
+        value = cast(source)
         out[name] = value
-        if misfit is None and name not in TRUSTED and _out_of_type(source, value, field.dataType):
-            misfit = f"{name}: value out of range for {field.dataType.simpleString()}"
+        if checked and (value is None or (is_array and None in value)) and (misfit is None or position < misfit[0]):
+            misfit = (position, reason)
     if misfit is not None and out["event_type"] != MALFORMED:
         out["event_type"] = MALFORMED
-        out["details"] = {"reason": misfit}
+        out["details"] = {"reason": misfit[1]}
     return out
 
 
-def _arrow_type(dtype: DataType) -> pa.DataType:
+def arrow_type(dtype: DataType) -> pa.DataType:
+    """The Arrow type Spark's mapInArrow expects for ``dtype``."""
     if isinstance(dtype, IntegerType):
         return pa.int32()
     if isinstance(dtype, LongType):
@@ -168,17 +198,20 @@ def _arrow_type(dtype: DataType) -> pa.DataType:
         return pa.bool_()
     if isinstance(dtype, TimestampType):
         return pa.timestamp("us", tz="UTC")
+    if isinstance(dtype, DateType):
+        return pa.date32()
     if isinstance(dtype, ArrayType):
-        return pa.list_(_arrow_type(dtype.elementType))
+        return pa.list_(arrow_type(dtype.elementType))
     if isinstance(dtype, MapType):
-        return pa.map_(_arrow_type(dtype.keyType), _arrow_type(dtype.valueType))
+        return pa.map_(arrow_type(dtype.keyType), arrow_type(dtype.valueType))
     raise TypeError(dtype)
 
 
-EVENT_ARROW_SCHEMA = pa.schema([pa.field(f.name, _arrow_type(f.dataType), f.nullable) for f in EVENT_SCHEMA.fields])
+EVENT_ARROW_SCHEMA = pa.schema([pa.field(f.name, arrow_type(f.dataType), f.nullable) for f in EVENT_SCHEMA.fields])
 
 
-def _arrow_value(value: Any, dtype: DataType) -> Any:
+def arrow_value(value: Any, dtype: DataType) -> Any:
+    """A Python value as ``pa.array`` takes it for ``arrow_type(dtype)`` (maps as pairs, naive times as UTC)."""
     if value is None:
         return None
     if isinstance(dtype, MapType):
@@ -193,7 +226,7 @@ def rows_to_batch(rows: list[Row]) -> pa.RecordBatch:
     arrays = []
     for field, arrow_field in zip(EVENT_SCHEMA.fields, EVENT_ARROW_SCHEMA, strict=True):
         dtype = field.dataType
-        arrays.append(pa.array([_arrow_value(r[field.name], dtype) for r in rows], arrow_field.type))
+        arrays.append(pa.array([arrow_value(r[field.name], dtype) for r in rows], arrow_field.type))
     return pa.RecordBatch.from_arrays(arrays, schema=EVENT_ARROW_SCHEMA)
 
 
