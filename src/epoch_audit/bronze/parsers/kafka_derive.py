@@ -19,9 +19,9 @@ from typing import Any
 from pyspark.sql.types import DataType, IntegerType, LongType, StringType
 
 from epoch_audit.bronze.parsers.line_template import Derivation, Derivations, GroupRule, Groups
-from epoch_audit.bronze.parsers.rows import try_cast
 from epoch_audit.bronze.parsers.spark_strings import (
     array_except,
+    cast,
     int_list,
     nz,
     regexp_extract,
@@ -63,7 +63,7 @@ Element = dict[str, Any]
 
 def fan_element(**values: Any) -> Element:
     """A fan-out element with every FAN_FIELDS field, each safely cast to its type (missing ones null)."""
-    return {n: try_cast(values.get(n), t) for n, t in FAN_FIELDS}
+    return {n: cast(values.get(n), t) for n, t in FAN_FIELDS}
 
 
 def field_value(s: str | None, key: str, value: str = NUMBER) -> str | None:

@@ -31,8 +31,7 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, DataType, LongType, StringType
 
-from epoch_audit.bronze.parsers.rows import try_cast
-from epoch_audit.bronze.parsers.spark_strings import int_list, java_pattern
+from epoch_audit.bronze.parsers.spark_strings import cast, int_list, java_pattern
 
 GROUP_SEPARATOR = "\u0001"
 MATCH_MARK = "\u0002"
@@ -116,7 +115,7 @@ def typed(text: str | None, dtype: DataType) -> Any:
         return int_list(text, long=isinstance(dtype.elementType, LongType))
     if isinstance(dtype, StringType):
         return text
-    return try_cast(text, dtype)
+    return cast(text, dtype)
 
 
 @dataclass
@@ -144,13 +143,14 @@ def _anchored(regex: str) -> re.Pattern[str]:
 class LineMatch:
     """A routed line read by its template: the malformed reason (None when parsed), values, fan-out."""
 
-    __slots__ = ("compiled", "groups", "reason", "fan", "_units")
+    __slots__ = ("compiled", "groups", "reason", "fan", "_units", "typed")
 
     def __init__(self, compiled: CompiledTemplate, groups: Groups, reason: str | None) -> None:
         self.compiled = compiled
         self.groups = groups
         self.reason = reason
         self._units: dict[int, dict[str, Any]] = {}
+        self.typed: dict[str, Any] = {}  # typed group values, by column (see TemplateTable._misfit)
         rule = compiled.fanout_rule
         self.fan: list[dict[str, Any]] | None = rule(groups) if rule is not None else None
 
@@ -169,13 +169,13 @@ class LineMatch:
 
     def value(self, column: str, dtype: DataType) -> Any:
         """A column's value: its group (typed), else its constant, else its derived value (safe cast)."""
-        value = typed(self.groups(column), dtype)
+        value = self.typed[column] if column in self.typed else typed(self.groups(column), dtype)
         if value is not None:
             return value
         const = self.compiled.template.const.get(column)
         if const is not None:
-            return try_cast(const, dtype)
-        return try_cast(self.derived(column), dtype)
+            return cast(const, dtype)
+        return cast(self.derived(column), dtype)
 
     def detail(self, key: str) -> str | None:
         """A ``d_<key>`` value: its group, else its constant, else its derived value."""
@@ -229,6 +229,15 @@ class TemplateTable:
         for i, t in enumerate(self.templates):
             for fam in t.families:
                 self.families.setdefault(fam, []).append(i)
+        # routing: per family, per first character of ``starts``, the candidates in table order
+        self._routes: dict[str, dict[str, list[tuple[int, LineTemplate]]]] = {}
+        for fam, indices in self.families.items():
+            by_char = self._routes.setdefault(fam, {})
+            for i in indices:
+                t = self.templates[i]
+                if not t.starts:
+                    raise ValueError(f"{t.tid}: a template needs a literal prefix (starts)")
+                by_char.setdefault(t.starts[0], []).append((i, t))
 
     def _compile(self, event_types: Sequence[str], malformed: str) -> dict[str, re.Pattern[str]]:
         patterns: dict[str, re.Pattern[str]] = {}
@@ -302,8 +311,7 @@ class TemplateTable:
     def route(self, family: str, body: str) -> int | None:
         """The index of the first template of ``family`` whose prefilter holds for ``body``; None when
         there is none or it is a recognised line carrying no event."""
-        for i in self.families.get(family, ()):
-            t = self.templates[i]
+        for i, t in self._routes.get(family, {}).get(body[:1], ()):
             if (
                 body.startswith(t.starts)
                 and all(text in body for text in t.contains)
@@ -327,7 +335,7 @@ class TemplateTable:
         if line.fan is not None and not line.fan and _DIGIT.search(groups(fanout) or ""):
             line.reason = f"template {tid}: list not parsed"
         else:
-            line.reason = self._misfit(compiled, groups)
+            line.reason = self._misfit(line)
         return line
 
     @staticmethod
@@ -349,15 +357,15 @@ class TemplateTable:
         return dict(zip(compiled.groups, parts, strict=True))
 
     @staticmethod
-    def _misfit(compiled: CompiledTemplate, groups: Groups) -> str | None:
+    def _misfit(line: LineMatch) -> str | None:
         """The first typed group whose text does not fit its column (an epoch beyond int32, a list
         element beyond the type), as ``"<column>: value out of range <text>"``. Such a line is
         malformed, never parsed with a null field."""
-        for name, dtype in compiled.typed_groups:
-            text = groups(name)
+        for name, dtype in line.compiled.typed_groups:
+            text = line.groups(name)
             if text is None:
                 continue
-            value = typed(text, dtype)
+            value = line.typed[name] = typed(text, dtype)
             if (any(v is None for v in value) if isinstance(dtype, ArrayType) else value is None):
                 return f"{name}: value out of range {text[:100]}"
         return None
