@@ -6,19 +6,16 @@ AlterPartition handling, controller rejections), the KRaft controller ``Replayed
 ...`` / registration lines and raft ``Completed transition to ...`` (§0.2, §3.1), §4.3 (log start
 offset), §6 (produce / fetch rejections). The JSON request log (§5) has its own parser.
 
-How it works (one pass, no UDFs):
+How it works (in Python over Arrow, one pass: ``map_rows``):
 
 1. Cheap routing. Rows are kept only for known loggers; the leading log ident (``[Broker id=2] ``,
-   ``[Partition t-3 broker=1] `` ...) is cut off with ``instr``/``substring``. A nested ``CASE``
-   (logger family, then ``startswith``/``contains`` on the body) assigns each row at most one
-   template id (``tid``): no regex has run yet.
-2. One regex per row. ``regexp_replace(body, <template regex>, <replacement>)`` on the chosen
-   template only; the replacement lists the template's capture groups (see
-   :mod:`epoch_audit.bronze.parsers.line_template`, the template engine), split into an array, and
-   each output column is a typed cast of its group.
+   ``[Partition t-3 broker=1] `` ...) is cut off. The logger family, then ``startswith`` /
+   ``contains`` on the body pick at most one template (the first in table order): no regex yet.
+2. One regex per row: the chosen template's (see
+   :mod:`epoch_audit.bronze.parsers.line_template`, the template engine); each output column is a
+   typed cast of its group, else the template's constant, else a derived value.
 3. Templates needing more (sub-structures, fan-out to one event per partition / replica) add
-   derivations / fan-outs (:mod:`epoch_audit.bronze.parsers.kafka_derive`), evaluated inside
-   ``CASE`` on the template so they only run on their rows.
+   derivations / fan-outs (:mod:`epoch_audit.bronze.parsers.kafka_derive`), run only for their rows.
 
 A row whose template was chosen but whose regex does not match becomes ``__malformed__`` with a
 reason; ``catch-all`` templates (``regex=None``) turn unknown variants of a recognised family
@@ -34,15 +31,17 @@ value used by a derivation). List variants from the most specific prefilter to t
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterable
 from typing import Any
 
-from pyspark.sql import Column, DataFrame
-from pyspark.sql import functions as F
-from pyspark.sql.types import BooleanType, DataType, IntegerType, StringType
+from pyspark.sql import DataFrame
+from pyspark.sql.types import DataType, IntegerType, StringType
 
 from epoch_audit.bronze.parsers import MALFORMED
 from epoch_audit.bronze.parsers.kafka_derive import FAN_FIELDS, KAFKA_DERIVATIONS
-from epoch_audit.bronze.parsers.line_template import GROUP_SEPARATOR, MATCH_MARK, LineTemplate, TemplateTable
+from epoch_audit.bronze.parsers.line_template import LineMatch, LineTemplate, TemplateTable
+from epoch_audit.bronze.parsers.rows import Row, map_rows
+from epoch_audit.bronze.parsers.spark_strings import nz, regexp_extract, substring_index_last, to_int
 from epoch_audit.bronze.parsers.templates.kafka_apis import KAFKA_APIS_TEMPLATES
 from epoch_audit.bronze.parsers.templates.kafka_controller import CONTROLLER_TEMPLATES
 from epoch_audit.bronze.parsers.templates.kafka_partition import PARTITION_TEMPLATES
@@ -53,7 +52,7 @@ from epoch_audit.bronze.parsers.templates.kafka_state_change import (
 )
 from epoch_audit.contracts.events import EVENT_SCHEMA, EVENT_TYPES
 
-_INT, _STR, _BOOL = IntegerType(), StringType(), BooleanType()
+_INT, _STR = IntegerType(), StringType()
 
 # ----------------------------------------------------------------------------------------------
 # Logger families (reference §0.2). Strimzi's log4j2 variant prints the simple logger name (%c{1}).
@@ -93,25 +92,14 @@ _FAMILY_PREFIX: dict[str, tuple[str, ...]] = {
 }
 
 
-def _family_pred(family: str) -> Column:
-    names = list(_FAMILY_LOGGERS[family])
-    names += [n.rsplit(".", 1)[-1] for n in names if "." in n and n != "state.change.logger"]
+def _in_family(family: str, logger: str) -> bool:
+    names = set(_FAMILY_LOGGERS[family])
+    names |= {n.rsplit(".", 1)[-1] for n in _FAMILY_LOGGERS[family] if "." in n and n != "state.change.logger"}
     if family == "state_change":
-        names.append("logger")  # %c{1} of state.change.logger
-    pred = F.col("logger").isin(*sorted(set(names)))
-    for prefix in _FAMILY_PREFIX.get(family, ()):
-        pred = pred | F.col("logger").startswith(prefix)
-    if family == "alter_partition_manager":
-        pred = pred | (F.col("logger").startswith("kafka.server.") & F.col("logger").contains("Alter"))
-    return pred
-
-
-def _all_loggers() -> Column:
-    pred = None
-    for family in _FAMILY_LOGGERS:
-        family_pred = _family_pred(family)
-        pred = family_pred if pred is None else pred | family_pred
-    return pred
+        names.add("logger")  # %c{1} of state.change.logger
+    if logger in names or logger.startswith(_FAMILY_PREFIX.get(family, ())):
+        return True
+    return family == "alter_partition_manager" and logger.startswith("kafka.server.") and "Alter" in logger
 
 
 # ----------------------------------------------------------------------------------------------
@@ -133,160 +121,141 @@ TEMPLATE_TABLE = TemplateTable(TEMPLATES, KAFKA_DERIVATIONS, _TYPES, EVENT_TYPES
 
 _IDENT_ID = r"(?:id=|broker=|broker |KafkaApi-|Controller |replicaId=|nodeId=)(-?\d+)"
 PROVENANCE = ["file_id", "source_file", "cluster_id", "host_id", "file_order", "log_kind", "line_number"]
+_PASSED_ON = [*PROVENANCE, "event_time", "level", "logger", "raw"]
 # Columns filled outside the template values (provenance, identity, routing) or not by this parser.
 _UNTYPED = (
     "event_id", "event_type", "cluster_id", "host_id", "broker_id", "topic", "partition", "topic_id",
     "event_time", "source_file", "file_id", "file_order", "line_number", "sub_index", "log_kind",
     "level", "logger", "kafka_version_hint", "raw", "details",
 )
+_TYPED_COLUMNS = [f.name for f in EVENT_SCHEMA.fields if f.name not in _UNTYPED]
+_IDENT_FALLBACK = ("controller_id", "controller_epoch", "leader")  # columns a log ident may give
+# A fan-out element's typed columns (win over the line's) and details (replace the line's).
+_FAN_COLUMNS = [n for n, _ in FAN_FIELDS if not n.startswith("d_") and n != "tp"]
+_FAN_DETAILS = [n for n, _ in FAN_FIELDS if n.startswith("d_")]
+_FAN_DETAIL_KEYS = frozenset(n[2:] for n in _FAN_DETAILS)
 
 
 @functools.cache
-def _plan_columns() -> dict[str, Any]:
-    """Every column expression of ``parse_kafka_log4j``, built once per process: they depend on
-    the templates only, and building them costs tens of thousands of py4j calls."""
-    table = TEMPLATE_TABLE
-    msg = F.col("message")
-    cut = F.instr(msg, "] ")
-    has_ident = msg.startswith("[") & (cut > 0)
-    step: dict[str, Any] = {}
-    step["filter"] = F.col("logger").isNotNull() & _all_loggers()
-    step["ident_body"] = [
-        F.when(has_ident, F.expr("substring(message, 2, instr(message, '] ') - 2)")).alias("_ident"),
-        F.when(has_ident, F.expr("substring(message, instr(message, '] ') + 2)")).otherwise(msg).alias("_body"),
-    ]
-    step["tpl"] = table.routing(_family_pred, F.col("_body")).alias("_tpl")
-    # One regex per row: the chosen template's pattern (a column), all its groups laid out in its
-    # own group order by the replacement, then split into the array ``_g``.
-    matched_text = F.call_function("regexp_replace", F.col("_body"), table.pattern(), table.replacement())
-    groups = F.split(F.substring(F.col("_m"), 2, 1 << 30), GROUP_SEPARATOR, -1)
-    ident = F.col("_ident")
-    # ``_pos`` is not a bare lookup (CASE is not "cheap"): computed once, never inlined into the accessors.
-    step["match"] = [
-        matched_text.alias("_m"),
-        F.when(F.col("_tpl").isNotNull(), F.get(table.group_position_table(), F.col("_tpl"))).alias("_pos"),
-        table.lookup(table.tids, _STR).alias("_tid"),
-        F.when(ident.isNotNull(), F.regexp_extract(ident, _IDENT_ID, 1)).try_cast(_INT).alias("_iid"),
-    ]
-    step["g"] = F.when(
-        F.col("_m").startswith(MATCH_MARK) & (F.size(groups) == table.group_count()), groups
-    ).alias("_g")
+def _family(logger: str) -> str | None:
+    """The logger's family: the first of the table's families (in order of first appearance) it belongs to."""
+    if not any(_in_family(family, logger) for family in _FAMILY_LOGGERS):
+        return None
+    return next((family for family in TEMPLATE_TABLE.families if _in_family(family, logger)), None)
 
-    value = table.value
-    tp = table.group("tp")
-    tp_partition = F.substring_index(tp, "-", -1)
-    tp_topic = F.substr(tp, F.lit(1), F.length(tp) - F.length(tp_partition) - 1)
-    ident_tp = F.regexp_extract(ident, r"^(?:Partition |(?:Unified)?Log partition=)([^ ,]+)", 1)
-    ident_tp = F.when(ident_tp != "", ident_tp)
-    ident_topic = F.regexp_extract(ident_tp, r"^(.*)-\d+$", 1)
-    is_ctrl_ident = ident.startswith("Controller ") | ident.startswith("QuorumController id=")
-    ident_epoch = F.regexp_extract(ident, r" epoch=(\d+)", 1)
-    ident_leader = F.regexp_extract(ident, r"leaderId=(\d+)", 1)
 
-    # Fan-out: one generic list per row, keyed by the name of the group holding it.
-    step["fan"] = [
-        table.fanout().alias("_fan"),
-        F.nullif(F.get(F.col("_g"), table.fanout_position()), F.lit("")).alias("_fan_src"),
-    ]
-    has_fan = table.fanout_kind().isNotNull()
-    matched = F.col("_g").isNotNull()
-    fan_bad = has_fan & (F.size("_fan") == 0) & F.col("_fan_src").rlike(r"\d")
-    reason = (
-        F.when(~table.lookup([t.regex is not None for t in TEMPLATES], _BOOL),
-               F.concat(F.lit("no known variant of "), F.col("_tid")))
-        .when(~matched, F.concat(F.lit("template "), F.col("_tid"), F.lit(" did not match")))
-        .when(fan_bad, F.concat(F.lit("template "), F.col("_tid"), F.lit(": list not parsed")))
-        .otherwise(table.misfit_group())
-    )
-    step["reason"] = reason.alias("_reason")
+@functools.cache
+def _value_columns(index: int) -> list[tuple[str, DataType]]:
+    """The typed columns template ``index`` may fill (a group, a constant or a derivation names them)."""
+    compiled = TEMPLATE_TABLE.compiled[index]
+    named = set(compiled.groups) | set(compiled.template.const) | set(compiled.derived_plan)
+    return [(c, _TYPES[c]) for c in _TYPED_COLUMNS if c in named or c in _IDENT_FALLBACK]
 
-    typed_cols = [f.name for f in EVENT_SCHEMA.fields if f.name in _TYPES and f.name not in _UNTYPED]
 
-    cols: list[Column] = [F.col(name) for name in PROVENANCE] + [
-        "event_time", "level", "logger", "raw", "_tid", "_reason", "_fan", "_iid",
-    ]
-    cols.append(F.when(F.col("_reason").isNull(), table.lookup([t.event_type for t in TEMPLATES], _STR))
-                .otherwise(F.lit(MALFORMED)).alias("event_type"))
-    cols.append(F.coalesce(value("broker_id"), F.col("_iid"), F.col("host_id")).alias("broker_id"))
-    cols.append(F.coalesce(F.when(tp.isNotNull(), tp_topic), value("topic"),
-                           F.when(ident_topic != "", ident_topic)).alias("topic"))
-    cols.append(F.coalesce(tp_partition.try_cast(_INT), value("partition"),
-                           F.regexp_extract(ident_tp, r"-(\d+)$", 1).try_cast(_INT)).alias("partition"))
-    cols.append(value("topic_id").alias("topic_id"))
-    cols.append(table.version().alias("kafka_version_hint"))
-    for column in typed_cols:
-        column_value = value(column)
-        if column == "controller_id":
-            column_value = F.coalesce(column_value, F.when(is_ctrl_ident, F.col("_iid")))
-        elif column == "controller_epoch":
-            column_value = F.coalesce(
-                column_value, F.when(is_ctrl_ident & (ident_epoch != ""), ident_epoch.try_cast(_INT))
-            )
-        elif column == "leader":
-            column_value = F.coalesce(column_value, F.when(ident_leader != "", ident_leader.try_cast(_INT)))
-        # A malformed row keeps its provenance and ident values only.
-        cols.append(F.when(F.col("_reason").isNull(), column_value).alias(column))
+def _first(*values: Any) -> Any:
+    return next((v for v in values if v is not None), None)
 
-    # details: every d_<key> from groups, constants, derivations and fan-out elements, plus the template id.
-    fan_detail_names = [n for n, _ in FAN_FIELDS if n.startswith("d_")]
-    detail_keys = sorted(table.detail_keys() | set(fan_detail_names))
-    kv_cols: list[Column] = [F.lit("template"), F.col("_tid")]
-    for key in detail_keys:
-        kv_cols += [F.lit(key[2:]), table.detail_value(key)]
-    cols.append(F.map_filter(F.create_map(*kv_cols), lambda k, v: v.isNotNull()).alias("_details"))
 
-    step["flat"] = cols
-    # Fan-out: one event per element (partition / broker / replica). Only fan-out rows carry an array.
-    step["keep"] = F.col("_el").isNotNull() | F.col("_fan").isNull() | (F.col("event_type") == MALFORMED)
-    el = F.col("_el")
+def _typed_values(line: LineMatch, index: int, ident: str | None, ident_id: int | None) -> dict[str, Any]:
+    """The typed columns of a parsed line; the log ident names the controller or the leader when the text does not."""
+    out: dict[str, Any] = {}
+    is_ctrl_ident = ident is not None and ident.startswith(("Controller ", "QuorumController id="))
+    for column, dtype in _value_columns(index):
+        value = line.value(column, dtype)
+        if value is None:
+            if column == "controller_id" and is_ctrl_ident:
+                value = ident_id
+            elif column == "controller_epoch" and is_ctrl_ident:
+                value = to_int(nz(regexp_extract(ident, r" epoch=(\d+)", 1)))
+            elif column == "leader":
+                value = to_int(nz(regexp_extract(ident, r"leaderId=(\d+)", 1)))
+        out[column] = value
+    return out
+
+
+def _topic_partition(line: LineMatch, ident: str | None) -> tuple[str | None, int | None]:
+    """The line's topic and partition: its ``tp`` group, else its values, else the log ident's partition."""
+    tp = line.groups("tp")
+    ident_tp = nz(regexp_extract(ident, r"^(?:Partition |(?:Unified)?Log partition=)([^ ,]+)", 1))
+    tp_topic = tp_partition = None
+    if tp is not None:
+        last = substring_index_last(tp, "-")
+        cut = len(tp) - len(last) - 1
+        tp_topic, tp_partition = (tp[:cut] if cut > 0 else ""), to_int(last)
+    topic = _first(tp_topic, line.value("topic", _STR), nz(regexp_extract(ident_tp, r"^(.*)-\d+$", 1)))
+    partition = _first(tp_partition, line.value("partition", _INT), to_int(regexp_extract(ident_tp, r"-(\d+)$", 1)))
+    return topic, partition
+
+
+def _fanned(row: Row, pos: int, el: dict[str, Any]) -> Row:
+    """The line's row for fan-out element ``el`` (partition / broker / replica)."""
+    out = dict(row)
+    out["sub_index"] = pos
     el_tp = el["tp"]
-    out_cols: list[Column] = [F.col(name) for name in PROVENANCE]
-    out_cols += [
-        F.coalesce(F.col("_pos"), F.lit(0)).alias("sub_index"),
-        "event_type", "event_time", "level", "logger", "raw", "broker_id", "topic_id", "kafka_version_hint",
-        F.coalesce(F.when(el_tp.isNotNull(), F.regexp_extract(el_tp, r"^(.*)-\d+$", 1)), F.col("topic"))
-        .alias("topic"),
-        F.coalesce(F.substring_index(el_tp, "-", -1).try_cast(_INT), F.col("partition")).alias("partition"),
-    ]
-    fan_cols = {n for n, _ in FAN_FIELDS if not n.startswith("d_") and n != "tp"}
-    for column in typed_cols:
-        out_cols.append((F.coalesce(el[column], F.col(column)) if column in fan_cols else F.col(column)).alias(column))
-    el_details = F.create_map(*[x for n in fan_detail_names for x in (F.lit(n[2:]), el[n])])
-    details = F.when(
-        F.col("event_type") == MALFORMED,
-        F.map_concat(F.create_map(F.lit("reason"), F.col("_reason")),
-                     F.map_filter(F.col("_details"), lambda k, v: k == "template")),
-    ).when(
-        el.isNotNull(),
-        F.map_concat(
-            F.map_filter(F.col("_details"), lambda k, v: ~k.isin(*[n[2:] for n in fan_detail_names])),
-            F.map_filter(el_details, lambda k, v: v.isNotNull()),
-        ),
-    ).otherwise(F.col("_details"))
-    out_cols.append(details.alias("details"))
-    step["out"] = out_cols
-    # A malformed fan-out row keeps one row (sub_index 0) and no typed values.
-    step["one_malformed"] = (F.col("event_type") != MALFORMED) | (F.col("sub_index") == 0)
-    return step
+    if el_tp is not None:
+        out["topic"] = regexp_extract(el_tp, r"^(.*)-\d+$", 1)
+        out["partition"] = _first(to_int(substring_index_last(el_tp, "-")), row["partition"])
+    for column in _FAN_COLUMNS:
+        if el[column] is not None:
+            out[column] = el[column]
+    if row["event_type"] != MALFORMED:
+        details = {k: v for k, v in row["details"].items() if k not in _FAN_DETAIL_KEYS}
+        details.update((n[2:], el[n]) for n in _FAN_DETAILS if el[n] is not None)
+        out["details"] = details
+    return out
+
+
+def parse_record(record: Row) -> Iterable[Row]:
+    """One Kafka log4j record (see :mod:`epoch_audit.bronze.parsers`) -> its bronze rows (unfinished):
+    none for an irrelevant line, one per fan-out element, one malformed row for a line of a known
+    template it cannot be read by."""
+    logger, message = record.get("logger"), record.get("message")
+    if logger is None or message is None:
+        return ()
+    family = _family(logger)
+    if family is None:
+        return ()
+    cut = message.find("] ")
+    if message.startswith("[") and cut >= 0:
+        ident: str | None = message[1:cut]
+        body = message[cut + 2:]
+    else:
+        ident, body = None, message
+    index = TEMPLATE_TABLE.route(family, body)
+    if index is None:
+        return ()
+    ident_id = to_int(regexp_extract(ident, _IDENT_ID, 1)) if ident is not None else None
+    line = TEMPLATE_TABLE.match(index, body, ident, ident_id, logger)
+    template = line.compiled.template
+    topic, partition = _topic_partition(line, ident)
+    row: Row = {name: record.get(name) for name in _PASSED_ON}
+    row.update(
+        sub_index=0,
+        event_type=template.event_type if line.reason is None else MALFORMED,
+        broker_id=_first(line.value("broker_id", _INT), ident_id, record.get("host_id")),
+        topic=topic,
+        partition=partition,
+        topic_id=line.value("topic_id", _STR),
+        kafka_version_hint=line.version(),
+    )
+    if line.reason is None:
+        row.update(_typed_values(line, index, ident, ident_id))
+        row["details"] = line.details()
+    else:  # a malformed row keeps its provenance and ident values only
+        row["details"] = {"reason": line.reason, "template": template.tid}
+    fan = line.fan
+    if fan is None:
+        return (row,)
+    if line.reason is not None:  # one malformed row (it still names the first element's partition / replica)
+        return (_fanned(row, 0, fan[0]),) if fan else (row,)
+    return [_fanned(row, pos, el) for pos, el in enumerate(fan)]
 
 
 def parse_kafka_log4j(records: DataFrame) -> DataFrame:
     """Kafka log4j records (state-change / controller / server logs) -> bronze event rows.
 
     Returns the provenance columns, ``sub_index``, ``event_type`` and the typed columns of
-    :mod:`epoch_audit.contracts.events` that the matched template fills (see the module docstring).
+    :mod:`epoch_audit.contracts.events` that the matched template fills (see the module docstring),
+    finished (:func:`epoch_audit.bronze.parsers.rows.finish_row`).
     """
-    plan = _plan_columns()
-    # Few DataFrame steps: each one re-analyses the plan built so far.
-    staged = (
-        records.where(plan["filter"])
-        .select("*", *plan["ident_body"])
-        .select("*", plan["tpl"])
-        .where(F.col("_tpl").isNotNull())
-    )
-    staged = staged.select("*", *plan["match"])
-    staged = staged.select("*", plan["g"]).drop("_m")
-    staged = staged.select("*", *plan["fan"])
-    staged = staged.select("*", plan["reason"])
-    exploded = staged.select(*plan["flat"]).select("*", F.posexplode_outer("_fan").alias("_pos", "_el"))
-    return exploded.where(plan["keep"]).select(*plan["out"]).where(plan["one_malformed"])
+    return map_rows(records, parse_record)
