@@ -12,29 +12,38 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from pyspark.sql.types import IntegerType, LongType
-
-from epoch_audit.bronze.parsers.rows import Row, java_regex, try_cast
+from epoch_audit.bronze.parsers.rows import Row, java_regex
 
 DOT = r"[^\n\r\u0085\u2028\u2029]"  # Java's ``.``
 END = r"(?:\r\n|[\n\r\u0085\u2028\u2029])?\Z"  # Java's ``$`` (no MULTILINE)
 
 PROVENANCE = ("file_id", "source_file", "cluster_id", "host_id", "file_order", "log_kind", "line_number")
 
-_LONG = LongType()
-_INT = IntegerType()
+_MIN_LONG, _MAX_LONG = -(1 << 63), (1 << 63) - 1
+_MIN_INT, _MAX_INT = -(1 << 31), (1 << 31) - 1
 _EPOCH = datetime(1970, 1, 1)
 _TERMINATORS = "\u0085\u2028\u2029"
 
 
-def to_long(text: str | None) -> int | None:
-    """Spark's ``try_cast(text AS BIGINT)``."""
-    return try_cast(text, _LONG)
+def _too_long(digits: str) -> bool:
+    # beyond 19 significant digits no long fits (and int() refuses thousands of digits)
+    return len(digits.lstrip("-").lstrip("0")) > 19
 
 
-def to_int(text: str | None) -> int | None:
-    """Spark's ``try_cast(text AS INT)``."""
-    return try_cast(text, _INT)
+def to_long(digits: str | None) -> int | None:
+    """Spark's ``try_cast(digits AS BIGINT)`` of a regex group ``-?\\d+`` (ASCII digits): None beyond int64."""
+    if digits is None or len(digits) > 20 and _too_long(digits):
+        return None
+    n = int(digits)
+    return n if _MIN_LONG <= n <= _MAX_LONG else None
+
+
+def to_int(digits: str | None) -> int | None:
+    """Spark's ``try_cast(digits AS INT)`` of a regex group ``-?\\d+`` (ASCII digits): None beyond int32."""
+    if digits is None or len(digits) > 20 and _too_long(digits):
+        return None
+    n = int(digits)
+    return n if _MIN_INT <= n <= _MAX_INT else None
 
 
 def millis_time(ms: int | None) -> datetime | None:

@@ -10,6 +10,7 @@ does) and interpreted per record type by the parser.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 _INT32 = 1 << 31
@@ -61,15 +62,15 @@ def _string(value: Any) -> str | None:
 
 def _ints(value: Any) -> list[int | None] | None:
     """array<int>: JSON nulls stay null elements (finish_row then quarantines the event); an
-    element that is no int32 is left out (Spark's partial array)."""
+    element that is no int32 makes the whole array null (as Spark's reader does)."""
     if not isinstance(value, list):
         return None
     out: list[int | None] = []
     for v in value:
-        if v is None:
-            out.append(None)
-        elif (n := _int32(v)) is not None:
-            out.append(n)
+        n = _int32(v)
+        if n is None and v is not None:
+            return None
+        out.append(n)
     return out
 
 
@@ -99,7 +100,6 @@ DATA_FIELDS = {
     "reason": _string,
 }
 _NO_DATA: dict[str, Any] = dict.fromkeys(DATA_FIELDS)
-_DECODER = json.JSONDecoder()
 
 
 def _parse_constant(name: str) -> float:
@@ -109,12 +109,32 @@ def _parse_constant(name: str) -> float:
 _LENIENT = json.JSONDecoder(parse_constant=_parse_constant)
 
 
+# Spark's JSON reader also takes 'single-quoted' strings: the fallback rewrites them as "...".
+_STRINGS = re.compile(r""""(?:[^"\\]|\\.)*"|'((?:[^'\\]|\\.)*)'""", re.S)
+
+
+def _double_quoted(match: re.Match[str]) -> str:
+    body = match.group(1)
+    if body is None:
+        return match.group(0)
+    return '"' + re.sub(r"\\'|\"", lambda m: "'" if m.group(0) == "\\'" else '\\"', body) + '"'
+
+
+def _decode(text: str) -> Any:
+    try:
+        return _LENIENT.raw_decode(text)[0]
+    except ValueError:
+        if "'" not in text:
+            raise
+        return _LENIENT.raw_decode(_STRINGS.sub(_double_quoted, text))[0]
+
+
 def read_payload(payload: str) -> tuple[str | None, int | None, dict[str, Any]]:
     """(type, version, data fields) of a payload; type None when it is no JSON object (unreadable).
 
     Like Spark's reader, text after the root object is not read."""
     try:
-        root, _ = _LENIENT.raw_decode(payload.lstrip(" \t\r\n"))
+        root = _decode(payload.lstrip(" \t\r\n"))
     except (ValueError, RecursionError):
         return None, None, _NO_DATA
     if not isinstance(root, dict):
