@@ -22,15 +22,24 @@ leader-epoch entry, which retention may have clamped to the log start offset (§
 
 Quarantined (``__malformed__`` with a reason, as the broker's reader would reject them): a version
 other than 0, a non-numeric count, an entry that does not parse, and a count line that disagrees
-with the number of entries (the entries themselves are still emitted).
+with the number of entries (the entries themselves are still emitted). The header lines are read
+by line number: in a read that starts in the middle of a grown file (no line 1 / 2 in it), entries
+are not emitted (the version is unknown) and only an invalid copy-time suffix is reported.
+
+Checkpoint files are small (one line per partition): a file's lines are held while it is read.
 """
 
 from __future__ import annotations
 
-from pyspark.sql import Column, DataFrame
+from collections.abc import Iterable, Iterator
+from datetime import UTC, datetime, timedelta
+from functools import cache, partial
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from epoch_audit.bronze.parsers import MALFORMED
 from epoch_audit.bronze.parsers.file_kinds import (
     COPY_SUFFIX_PATTERN,
     LEADER_EPOCH_CHECKPOINT,
@@ -39,13 +48,17 @@ from epoch_audit.bronze.parsers.file_kinds import (
     RECOVERY_POINT_OFFSET_CHECKPOINT,
     REPLICATION_OFFSET_CHECKPOINT,
 )
-from epoch_audit.bronze.parsers.segment_dump import (
-    PROVENANCE,
-    clean_text,
-    drop_null_values,
+from epoch_audit.bronze.parsers.file_lines import (
+    END,
+    clean_line,
+    drop_nulls,
     parent_dir,
-    topic_partition_from_dir,
+    partition_dir,
+    provenance,
+    to_int,
+    to_long,
 )
+from epoch_audit.bronze.parsers.rows import MALFORMED, Row, java_regex, map_files
 
 OFFSET_KINDS: dict[str, str] = {
     REPLICATION_OFFSET_CHECKPOINT: "checkpoint_replication_offset",
@@ -54,193 +67,204 @@ OFFSET_KINDS: dict[str, str] = {
 }
 CHECKPOINT_KINDS = (LEADER_EPOCH_CHECKPOINT, *OFFSET_KINDS)
 
-INT_LINE = r"^\s*(-?\d+)\s*$"
+INT_LINE = java_regex(r"^\s*(-?\d+)\s*" + END)
+VERSION_0 = java_regex(r"^\s*0\s*" + END)
 # Readers split entries on runs of whitespace (CheckpointFile / OffsetCheckpointFile formatters).
-EPOCH_ENTRY = r"^\s*(-?\d+)\s+(-?\d+)\s*$"
-OFFSET_ENTRY = r"^\s*(\S+)\s+(-?\d+)\s+(-?\d+)\s*$"
+EPOCH_ENTRY = java_regex(r"^\s*(-?\d+)\s+(-?\d+)\s*" + END)
+OFFSET_ENTRY = java_regex(r"^\s*(\S+)\s+(-?\d+)\s+(-?\d+)\s*" + END)
 # PartitionMetadataFile splits each line on a colon followed by whitespace.
-PM_VERSION = r"^version:\s+(\S+)\s*$"
-PM_TOPIC_ID = r"^topic_id:\s+([A-Za-z0-9_-]{22})\s*$"
+PM_VERSION = java_regex(r"^version:\s+(\S+)\s*" + END)
+PM_TOPIC_ID = java_regex(r"^topic_id:\s+([A-Za-z0-9_-]{22})\s*" + END)
+_GZ = java_regex(r"\.gz" + END)
+_COPY_SUFFIX = java_regex(COPY_SUFFIX_PATTERN.removesuffix("$") + END)
 
 
-def copy_time_col(file_name: Column, source_time_zone: str = "UTC") -> Column:
-    """The periodic-copy suffix of ``file_name`` as a timestamp read in ``source_time_zone``."""
-    name = F.regexp_replace(file_name, r"\.gz$", "")
-    s = F.regexp_extract(name, COPY_SUFFIX_PATTERN, 1)
+@cache
+def _zone(name: str) -> ZoneInfo:
+    return ZoneInfo(name)
 
-    def part(start: int, length: int) -> Column:
-        return F.substring(s, start, length).try_cast("int")
 
-    # make_timestamp with an explicit zone: the result does not depend on the session time zone.
-    # try_: a suffix like 2024-13-45 gives null (the line is quarantined), make_timestamp would raise.
-    return F.when(
-        s != "",
-        F.try_make_timestamp(part(1, 4), part(6, 2), part(9, 2), part(12, 2), part(15, 2), part(18, 2),
-                         F.lit(source_time_zone)),
-    )
+def copy_time_of(file_name: str | None, source_time_zone: str = "UTC") -> tuple[str | None, datetime | None]:
+    """(suffix, time) of a periodic copy ``<file>.<yyyy-MM-ddTHH-mm-ss>``: the suffix text (None when
+    there is none) and its instant read in ``source_time_zone`` as a naive UTC datetime (None when
+    the suffix is no valid local time, e.g. month 13; a time in a DST gap moves forward, like Java)."""
+    if file_name is None:
+        return None, None
+    m = _COPY_SUFFIX.search(_GZ.sub("", file_name, count=1))
+    if m is None:
+        return None, None
+    s = m.group(1)
+    second = int(s[17:19])
+    if second > 60:
+        return s, None
+    try:
+        # make_timestamp takes second 60 as 0 of the next minute
+        local = datetime(int(s[0:4]), int(s[5:7]), int(s[8:10]), int(s[11:13]), int(s[14:16]), second % 60)
+        local += timedelta(minutes=second // 60)
+    except (ValueError, OverflowError):
+        return s, None
+    return s, local.replace(tzinfo=_zone(source_time_zone)).astimezone(UTC).replace(tzinfo=None)
+
+
+def _is_blank(text: str) -> bool:
+    return text.strip(" ") == ""  # Spark's trim: spaces only
+
+
+def _out_of_range(name: str, text: str, fits: Any, line: str) -> str | None:
+    if text != "" and fits(text) is None:
+        return f"{name}: value out of range in checkpoint line: {line}"
+    return None
+
+
+def _entry_misfit(text: str, is_epoch: bool) -> str | None:
+    """Why an entry line's numbers do not fit their columns (an epoch beyond int32, an offset beyond
+    int64), naming the column; None when they fit."""
+    if is_epoch:
+        m = EPOCH_ENTRY.search(text)
+        epoch, start = m.groups() if m else ("", "")
+        return _out_of_range("leader_epoch", epoch, to_int, text) or _out_of_range("offset", start, to_long, text)
+    m = OFFSET_ENTRY.search(text)
+    partition, offset = m.group(2, 3) if m else ("", "")
+    return _out_of_range("partition", partition, to_int, text) or _out_of_range("offset", offset, to_long, text)
+
+
+class _File:
+    """Facts every event of one file shares: provenance source, copy time, partition directory."""
+
+    def __init__(self, first: Row, source_time_zone: str) -> None:
+        self.kind = first["log_kind"]
+        self.source_file = first["source_file"]
+        self.file_name = first["file_name"]
+        self.copy_time, self.event_time = copy_time_of(first["file_name"], source_time_zone)
+        self.topic, self.partition, self.state = partition_dir(parent_dir(first["source_file"]))
+
+    def event(self, line: Row, text: str, event_type: str, reason: str | None) -> Row:
+        row = provenance(line)
+        row.update(event_type=event_type, broker_id=line["host_id"], event_time=self.event_time, raw=text)
+        if reason is not None:
+            row["details"] = {"reason": reason}
+        return row
+
+
+def _checkpoint_reason(f: _File, ln: int, text: str, header: dict[str, Any], entry: Any) -> str | None:
+    """Why a checkpoint line is quarantined (the broker reader's rules), None when it is fine.
+    ``header["version_ok"]`` is None when line 1 is not in this read (SQL's unknown)."""
+    version_ok = header["version_ok"]
+    if ln == 1 and version_ok is False:
+        return f"Unrecognised checkpoint version: {text}, expected version: 0"
+    if ln == 2:
+        if INT_LINE.search(text) is None:
+            return f"Malformed checkpoint count line: {text}"
+        if header["declared"] is None:
+            return f"declared_entries: value out of range: {text}"
+        if version_ok and header["declared"] != header["entries"]:
+            # The broker reader's own text (CheckpointFile.CheckpointReadBuffer.read).
+            return (f"Expected [{header['declared']}] entries in checkpoint file [{f.source_file}], "
+                    f"but found only [{header['entries']}]")
+    if ln > 2 and version_ok:
+        if entry is None:
+            return f"Malformed line in checkpoint file: {text}"
+        misfit = _entry_misfit(text, f.kind == LEADER_EPOCH_CHECKPOINT)
+        if misfit is not None:
+            return misfit
+    if f.copy_time is not None and f.event_time is None:
+        return f"event_time: invalid copy time suffix {f.copy_time}"
+    if ln > 2 and version_ok and f.kind == LEADER_EPOCH_CHECKPOINT and f.topic is None:
+        return "leader-epoch-checkpoint outside a <topic>-<partition> directory"
+    return None
+
+
+def _checkpoint_events(f: _File, lines: list[tuple[Row, str]]) -> Iterator[Row]:
+    version_text = next((t for line, t in lines if line["line_number"] == 1), None)
+    count_text = next((t for line, t in lines if line["line_number"] == 2), None)
+    count = INT_LINE.search(count_text) if count_text is not None else None
+    header = {
+        "version_ok": None if version_text is None else VERSION_0.search(version_text) is not None,
+        "declared": to_long(count.group(1)) if count else None,
+        "entries": sum(1 for line, _ in lines if line["line_number"] > 2),
+    }
+    is_epoch = f.kind == LEADER_EPOCH_CHECKPOINT
+    for line, text in lines:
+        ln = line["line_number"]
+        entry = (EPOCH_ENTRY if is_epoch else OFFSET_ENTRY).search(text)
+        reason = _checkpoint_reason(f, ln, text, header, entry)
+        if reason is not None:
+            yield f.event(line, text, MALFORMED, reason)
+            continue
+        if not (ln > 2 and header["version_ok"]):
+            continue  # header lines; entries of a file whose version this read does not hold
+        event_type = "checkpoint_leader_epoch" if is_epoch else OFFSET_KINDS[f.kind]
+        row = f.event(line, text, event_type, None)
+        offset = to_long(entry.group(2 if is_epoch else 3))
+        if is_epoch:
+            row.update(topic=f.topic, partition=f.partition, leader_epoch=to_int(entry.group(1)), offset=offset)
+        else:
+            row.update(topic=entry.group(1), partition=to_int(entry.group(2)))
+            column = {"checkpoint_recovery_offset": "offset", "checkpoint_replication_offset": "high_watermark",
+                      "checkpoint_log_start_offset": "log_start_offset"}[event_type]
+            row[column] = offset
+        row["details"] = drop_nulls({
+            "copy_time": f.copy_time,
+            "entry_index": str(ln - 3),
+            "declared_entries": None if header["declared"] is None else str(header["declared"]),
+            "dir_state": f.state if is_epoch else None,
+            "file_name": f.file_name,
+        })
+        yield row
+
+
+def _partition_metadata_reason(f: _File, ln: int, text: str) -> str | None:
+    if ln == 1:
+        m = PM_VERSION.search(text)
+        if m is None:
+            return f"Malformed partition.metadata version line: {text}"
+        if m.group(1) != "0":
+            return f"Unrecognised partition.metadata version: {m.group(1)}"
+    if ln == 2 and PM_TOPIC_ID.search(text) is None:
+        return f"Malformed partition.metadata topic_id line: {text}"
+    if ln > 2:
+        return f"Unexpected line in partition.metadata: {text}"
+    if ln == 2 and f.topic is None:
+        return "partition.metadata outside a <topic>-<partition> directory"
+    return None
+
+
+def _partition_metadata_events(f: _File, lines: Iterable[tuple[Row, str]]) -> Iterator[Row]:
+    for line, text in lines:
+        ln = line["line_number"]
+        reason = _partition_metadata_reason(f, ln, text)
+        if reason is not None:
+            yield f.event(line, text, MALFORMED, reason)
+        elif ln == 2:
+            row = f.event(line, text, "partition_metadata", None)
+            row.update(topic=f.topic, partition=f.partition, topic_id=PM_TOPIC_ID.search(text).group(1))
+            row["details"] = drop_nulls({"copy_time": f.copy_time, "dir_state": f.state, "file_name": f.file_name})
+            yield row
+
+
+def parse_file_in_zone(lines: Iterator[Row], source_time_zone: str = "UTC") -> Iterable[Row]:
+    """One checkpoint / partition.metadata file's lines (line order) -> its events (§4.2); copy
+    suffixes are read in ``source_time_zone``."""
+    kept = [(line, text) for line in lines
+            if line["log_kind"] in _KINDS and not _is_blank(text := clean_line(line["text"]))]
+    if not kept:
+        return []
+    f = _File(kept[0][0], source_time_zone)
+    if f.kind == PARTITION_METADATA:
+        return _partition_metadata_events(f, kept)
+    return _checkpoint_events(f, kept)
+
+
+def parse_file(lines: Iterator[Row]) -> Iterable[Row]:
+    """:func:`parse_file_in_zone` with copy suffixes in UTC."""
+    return parse_file_in_zone(lines)
+
+
+_KINDS = frozenset({*CHECKPOINT_KINDS, PARTITION_METADATA})
 
 
 def parse_checkpoints(lines: DataFrame, source_time_zone: str = "UTC") -> DataFrame:
-    """Checkpoint / partition.metadata lines -> ``checkpoint_*`` / ``partition_metadata`` events (§4.2)."""
-    kind = F.col("log_kind")
-    t = F.col("text")
-    base = lines.filter(kind.isin(*CHECKPOINT_KINDS, PARTITION_METADATA)).withColumn("text", clean_text())
-    # Blank lines (a trailing newline turned into a line by a collector) carry nothing.
-    base = base.filter(F.trim(t) != "")
-    checkpoints = _checkpoint_events(base.filter(kind.isin(*CHECKPOINT_KINDS)), source_time_zone)
-    pm = _partition_metadata_events(base.filter(kind == PARTITION_METADATA), source_time_zone)
-    return checkpoints.unionByName(pm, allowMissingColumns=True)
-
-
-def _common(source_time_zone: str) -> dict[str, Column]:
-    """Columns every checkpoint event shares: copy time, the partition directory, provenance."""
-    topic, partition, state = topic_partition_from_dir(parent_dir(F.col("source_file")))
-    copy_suffix = F.regexp_extract(F.regexp_replace(F.col("file_name"), r"\.gz$", ""), COPY_SUFFIX_PATTERN, 1)
-    return {
-        "event_time": copy_time_col(F.col("file_name"), source_time_zone),
-        "copy_time": F.nullif(copy_suffix, F.lit("")),
-        "dir_topic": topic,
-        "dir_partition": partition,
-        "dir_state": state,
-    }
-
-
-def _entry_misfit(t: Column, is_epoch: Column) -> Column:
-    """Why an entry line's numbers do not fit their columns (an epoch beyond int32, an offset beyond
-    int64), naming the column; null when they fit or the line is no entry."""
-    epoch, start = F.regexp_extract(t, EPOCH_ENTRY, 1), F.regexp_extract(t, EPOCH_ENTRY, 2)
-    partition, offset = F.regexp_extract(t, OFFSET_ENTRY, 2), F.regexp_extract(t, OFFSET_ENTRY, 3)
-
-    def misfit(name: str, text: Column, dtype: str) -> Column:
-        return F.when((text != "") & text.try_cast(dtype).isNull(),
-                      F.concat(F.lit(f"{name}: value out of range in checkpoint line: "), t))
-
-    return F.when(is_epoch, F.coalesce(misfit("leader_epoch", epoch, "int"), misfit("offset", start, "long"))).otherwise(
-        F.coalesce(misfit("partition", partition, "int"), misfit("offset", offset, "long"))
-    )
-
-
-def _checkpoint_events(rows: DataFrame, source_time_zone: str) -> DataFrame:
-    t = F.col("text")
-    ln = F.col("line_number")
-    # Per-file header facts: version line, count line, number of entry lines. Checkpoint files are
-    # small (one line per partition), but there may be very many of them (one leader-epoch file per
-    # partition and copy): no broadcast hint, the planner picks the join.
-    header = rows.groupBy("file_id").agg(
-        F.max(F.when(ln == 1, t)).alias("_version_text"),
-        F.max(F.when(ln == 2, t)).alias("_count_text"),
-        F.count(F.when(ln > 2, F.lit(1))).alias("_entries"),
-    )
-    rows = rows.join(header, "file_id")
-    version_ok = F.col("_version_text").rlike(r"^\s*0\s*$")
-    count_ok = F.col("_count_text").rlike(INT_LINE)
-    declared = F.regexp_extract(F.col("_count_text"), INT_LINE, 1).try_cast("long")
-    kind = F.col("log_kind")
-    is_epoch = kind == LEADER_EPOCH_CHECKPOINT
-    entry_ok = t.rlike(EPOCH_ENTRY) & is_epoch | t.rlike(OFFSET_ENTRY) & ~is_epoch
-    c = _common(source_time_zone)
-
-    reason = (
-        F.when(
-            (ln == 1) & ~version_ok,
-            F.concat(F.lit("Unrecognised checkpoint version: "), t, F.lit(", expected version: 0")),
-        )
-        .when((ln == 2) & ~count_ok, F.concat(F.lit("Malformed checkpoint count line: "), t))
-        .when((ln == 2) & declared.isNull(), F.concat(F.lit("declared_entries: value out of range: "), t))
-        .when(
-            (ln == 2) & version_ok & (declared != F.col("_entries")),
-            # The broker reader's own text (CheckpointFile.CheckpointReadBuffer.read).
-            F.format_string("Expected [%s] entries in checkpoint file [%s], but found only [%s]",
-                            declared.cast("string"), F.col("source_file"), F.col("_entries").cast("string")),
-        )
-        .when((ln > 2) & version_ok & ~entry_ok, F.concat(F.lit("Malformed line in checkpoint file: "), t))
-        .when((ln > 2) & version_ok & (misfit := _entry_misfit(t, is_epoch)).isNotNull(), misfit)
-        .when(c["copy_time"].isNotNull() & c["event_time"].isNull(),
-              F.concat(F.lit("event_time: invalid copy time suffix "), c["copy_time"]))
-        .when(
-            (ln > 2) & version_ok & entry_ok & is_epoch & c["dir_topic"].isNull(),
-            F.lit("leader-epoch-checkpoint outside a <topic>-<partition> directory"),
-        )
-    )
-    # Entries of a file with an unknown version are not read (the broker would reject the file).
-    emit_entry = (ln > 2) & version_ok & reason.isNull()
-
-    def g(i: int) -> Column:
-        # Group i of the entry pattern of this file's kind.
-        return F.when(is_epoch, F.regexp_extract(t, EPOCH_ENTRY, i)).otherwise(F.regexp_extract(t, OFFSET_ENTRY, i))
-
-    event_type = F.when(reason.isNotNull(), F.lit(MALFORMED)).when(
-        emit_entry,
-        F.when(is_epoch, F.lit("checkpoint_leader_epoch"))
-        .otherwise(F.element_at(F.create_map(*[F.lit(x) for kv in OFFSET_KINDS.items() for x in kv]), kind)),
-    )
-    entry_offset = F.when(is_epoch, g(2)).otherwise(g(3)).try_cast("long")
-    details = F.create_map(
-        F.lit("copy_time"), c["copy_time"],
-        F.lit("entry_index"), (ln - 3).cast("string"),
-        F.lit("declared_entries"), declared.cast("string"),
-        F.lit("dir_state"), F.when(is_epoch, c["dir_state"]),
-        F.lit("file_name"), F.col("file_name"),
-    )
-    et = F.col("event_type")
-    return (
-        rows.withColumn("event_type", event_type)
-        .filter(et.isNotNull())
-        .select(
-            *PROVENANCE,
-            F.lit(0).alias("sub_index"),
-            "event_type",
-            F.col("host_id").alias("broker_id"),
-            F.when(et != MALFORMED, F.when(is_epoch, c["dir_topic"]).otherwise(g(1))).alias("topic"),
-            F.when(et != MALFORMED, F.when(is_epoch, c["dir_partition"]).otherwise(g(2).try_cast("int")))
-            .alias("partition"),
-            c["event_time"].alias("event_time"),
-            F.when(et == "checkpoint_leader_epoch", g(1).try_cast("int")).alias("leader_epoch"),
-            F.when(et.isin("checkpoint_leader_epoch", "checkpoint_recovery_offset"), entry_offset).alias("offset"),
-            F.when(et == "checkpoint_replication_offset", entry_offset).alias("high_watermark"),
-            F.when(et == "checkpoint_log_start_offset", entry_offset).alias("log_start_offset"),
-            F.when(et == MALFORMED, F.create_map(F.lit("reason"), reason))
-            .otherwise(drop_null_values(details))
-            .alias("details"),
-            t.alias("raw"),
-        )
-    )
-
-
-def _partition_metadata_events(rows: DataFrame, source_time_zone: str) -> DataFrame:
-    t = F.col("text")
-    ln = F.col("line_number")
-    c = _common(source_time_zone)
-    version = F.regexp_extract(t, PM_VERSION, 1)
-    reason = (
-        F.when((ln == 1) & ~t.rlike(PM_VERSION), F.concat(F.lit("Malformed partition.metadata version line: "), t))
-        .when((ln == 1) & (version != "0"), F.concat(F.lit("Unrecognised partition.metadata version: "), version))
-        .when((ln == 2) & ~t.rlike(PM_TOPIC_ID), F.concat(F.lit("Malformed partition.metadata topic_id line: "), t))
-        .when(ln > 2, F.concat(F.lit("Unexpected line in partition.metadata: "), t))
-        .when((ln == 2) & c["dir_topic"].isNull(), F.lit("partition.metadata outside a <topic>-<partition> directory"))
-    )
-    event_type = F.when(reason.isNotNull(), F.lit(MALFORMED)).when(ln == 2, F.lit("partition_metadata"))
-    et = F.col("event_type")
-    details = F.create_map(
-        F.lit("copy_time"), c["copy_time"],
-        F.lit("dir_state"), c["dir_state"],
-        F.lit("file_name"), F.col("file_name"),
-    )
-    return (
-        rows.withColumn("event_type", event_type)
-        .filter(et.isNotNull())
-        .select(
-            *PROVENANCE,
-            F.lit(0).alias("sub_index"),
-            "event_type",
-            F.col("host_id").alias("broker_id"),
-            F.when(et != MALFORMED, c["dir_topic"]).alias("topic"),
-            F.when(et != MALFORMED, c["dir_partition"]).alias("partition"),
-            F.when(et != MALFORMED, F.regexp_extract(t, PM_TOPIC_ID, 1)).alias("topic_id"),
-            c["event_time"].alias("event_time"),
-            F.when(et == MALFORMED, F.create_map(F.lit("reason"), reason))
-            .otherwise(drop_null_values(details))
-            .alias("details"),
-            t.alias("raw"),
-        )
-    )
+    """Checkpoint / partition.metadata lines -> ``checkpoint_*`` / ``partition_metadata`` events (§4.2),
+    file by file through :func:`parse_file_in_zone`."""
+    selected = lines.filter(F.col("log_kind").isin(*_KINDS))
+    return map_files(selected, partial(parse_file_in_zone, source_time_zone=source_time_zone))

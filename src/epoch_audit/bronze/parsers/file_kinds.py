@@ -35,8 +35,8 @@ FILE_KINDS: tuple[str, ...] = (
     PARTITION_METADATA,
 )
 
-# Periodic copy suffix ``.<yyyy-MM-ddTHH-mm-ss>`` (spec "Collected input"). Shared with the Spark
-# side (epoch_audit.bronze.parsers.checkpoints) so both read the same suffix.
+# Periodic copy suffix ``.<yyyy-MM-ddTHH-mm-ss>`` (spec "Collected input"). Shared with the checkpoint
+# parser (epoch_audit.bronze.parsers.checkpoints) so both read the same suffix.
 COPY_SUFFIX_PATTERN = r"\.(\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2})$"
 COPY_SUFFIX_FORMAT = "%Y-%m-%dT%H-%M-%S"
 _COPY_SUFFIX_RE = re.compile(COPY_SUFFIX_PATTERN)
