@@ -57,6 +57,7 @@ from typing import Any
 
 from pyspark.sql import DataFrame
 
+from epoch_audit.bronze.parsers.request_log_jackson import jackson_from_json
 from epoch_audit.bronze.parsers.request_log_json import compile_schema, from_json
 from epoch_audit.bronze.parsers.request_log_schemas import API_EVENT_TYPES, ERROR_NAMES, PREFIX, SCHEMAS
 from epoch_audit.bronze.parsers.rows import MALFORMED, Row, map_rows
@@ -395,7 +396,8 @@ def parse_record(record: Row) -> Iterable[Row]:
     j: dict = {}
     corrupt = False
     if is_json and ours:
-        j, corrupt = from_json(msg[len(PREFIX):], _CONVERTERS[api])
+        body = msg[len(PREFIX):]
+        j, corrupt = from_json(body, _CONVERTERS[api]) or jackson_from_json(body, SCHEMAS[api])
     header = j.get("requestHeader")
     malformed = truncated or (is_json and (corrupt or header is None))
     if is_json:

@@ -13,7 +13,8 @@ same values and the same verdict (the "corrupt record" flag that makes a line ma
 * a string field holding another JSON value reads as Jackson re-prints it (``12``, ``1.5``,
   ``{"k":[1,2500.0]}``, ``"Infinity"``);
 * text after the closing brace of the object is ignored; a lone UTF-16 surrogate reads as ``?``;
-* JSON that does not parse (cut short, a stray byte): corrupt, every field null.
+* JSON that Python's ``json`` does not read (cut short, a stray byte, single quotes) is left to
+  :mod:`~epoch_audit.bronze.parsers.request_log_jackson`, which replays Jackson's recovery.
 """
 
 from __future__ import annotations
@@ -26,26 +27,27 @@ from decimal import Decimal
 from typing import Any
 
 _BAD = object()  # a value that does not convert to its field's type (Spark's conversion error)
-_INT32 = 1 << 31
-_INT64 = 1 << 63
+INT32_LIMIT = 1 << 31
+INT64_LIMIT = 1 << 63
 # Jackson's StreamReadConstraints: longer numbers and deeper nesting are parse errors
 _MAX_NUMBER_CHARS = 1000
 _LONG_NUMBER = re.compile(r"\d{" + str(_MAX_NUMBER_CHARS + 1) + "}")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-class _Pairs(dict):
+class Pairs(dict):
     """A JSON object that repeats a key: its (key, value) pairs in order, as Spark reads them."""
 
     __slots__ = ("pairs",)
 
+    def __init__(self, pairs: list[tuple[str, Any]] | None = None) -> None:
+        super().__init__(pairs or ())
+        self.pairs = pairs if pairs is not None else []
+
 
 def _object(pairs: list[tuple[str, Any]]) -> dict:
     obj = dict(pairs)
-    if len(obj) != len(pairs):
-        obj = _Pairs(obj)
-        obj.pairs = pairs
-    return obj
+    return obj if len(obj) == len(pairs) else Pairs(pairs)
 
 
 def _bounded_int(text: str) -> int:
@@ -83,7 +85,7 @@ def _java_double(x: float) -> str:
     return f"{prefix}{text[0]}.{text[1:] or '0'}E{point - 1}"
 
 
-def _jackson_json(value: Any) -> str:
+def jackson_json(value: Any) -> str:
     """``value`` (parsed JSON) printed back as Jackson's generator prints a copied structure."""
     if value is None:
         return "null"
@@ -98,21 +100,21 @@ def _jackson_json(value: Any) -> str:
             return '"NaN"' if math.isnan(value) else '"Infinity"' if value > 0 else '"-Infinity"'
         return _java_double(value)
     if isinstance(value, str):
-        return json.dumps(_no_surrogates(value), ensure_ascii=False)
+        return json.dumps(no_surrogates(value), ensure_ascii=False)
     if isinstance(value, list):
-        return "[" + ",".join(_jackson_json(v) for v in value) + "]"
-    items = value.pairs if type(value) is _Pairs else value.items()
-    return "{" + ",".join(_jackson_json(k) + ":" + _jackson_json(v) for k, v in items) + "}"
+        return "[" + ",".join(jackson_json(v) for v in value) + "]"
+    items = value.pairs if type(value) is Pairs else value.items()
+    return "{" + ",".join(jackson_json(k) + ":" + jackson_json(v) for k, v in items) + "}"
 
 
-def _no_surrogates(text: str) -> str:
+def no_surrogates(text: str) -> str:
     """A lone surrogate (``\\ud800`` in the JSON) as Spark's UTF-8 conversion writes it: ``?``."""
     return text if text.isascii() else _SURROGATE.sub("?", text)
 
 
 def _leaf(kind: str) -> Converter:
     if kind in ("int", "bigint"):
-        limit = _INT32 if kind == "int" else _INT64
+        limit = INT32_LIMIT if kind == "int" else INT64_LIMIT
 
         def number(v: Any, bad: list) -> Any:
             if v is None or (type(v) is int and -limit <= v < limit):
@@ -134,8 +136,8 @@ def _leaf(kind: str) -> Converter:
 
     def string(v: Any, bad: list) -> Any:
         if type(v) is str:
-            return _no_surrogates(v)
-        return None if v is None else _jackson_json(v)
+            return no_surrogates(v)
+        return None if v is None else jackson_json(v)
 
     return string
 
@@ -173,7 +175,7 @@ def compile_schema(schema: Any) -> Converter:
     def struct(v: Any, bad: list) -> Any:
         if v is None:
             return None
-        if type(v) is _Pairs:
+        if type(v) is Pairs:
             out = {}
             for key, x in v.pairs:
                 convert = fields.get(key)
@@ -199,14 +201,14 @@ def compile_schema(schema: Any) -> Converter:
     return struct
 
 
-def from_json(body: str, convert: Converter) -> tuple[dict, bool]:
-    """(the record's fields, corrupt) as Spark's PERMISSIVE ``from_json`` gives them; ``body``
-    starts with ``{``. A corrupt record keeps Spark's partial fields (empty if it did not parse)."""
+def from_json(body: str, convert: Converter) -> tuple[dict, bool] | None:
+    """(the record's fields, corrupt) as Spark's PERMISSIVE ``from_json`` gives them (a corrupt
+    record keeps Spark's partial fields); None when ``body`` is not JSON that Python reads."""
     long_digits = len(body) > _MAX_NUMBER_CHARS and _LONG_NUMBER.search(body) is not None
     try:
         parsed, _ = (_BOUNDED_DECODER if long_digits else _DECODER).raw_decode(body)
     except (ValueError, RecursionError):
-        return {}, True
+        return None
     bad = [False]
     row = convert(parsed, bad)
     return (row if isinstance(row, dict) else {}), bad[0]
