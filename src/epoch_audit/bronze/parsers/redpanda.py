@@ -125,16 +125,26 @@ _RAFT = [_Compiled(t) for t in RAFT_TEMPLATES]
 _TABLE = _Compiled(LEADERS_TABLE_TEMPLATE)
 
 
+def _significant_digits(text: str) -> int:
+    return len(text.lstrip("+-").lstrip("0"))
+
+
+def _number(text: str, dtype: IntegerType | LongType) -> int | None:
+    """``try_cast`` of a captured number; beyond 20 significant digits nothing fits (and Python's
+    ``int`` refuses thousands of digits)."""
+    return None if _significant_digits(text) > 20 else try_cast(text, dtype)
+
+
 def _node(text: str | None) -> int | None:
     """Node id from a vnode ``{id: {2}, revision: {45}}`` / ``{id: 2, ...}``, an optional vnode
     ``{{id: 2, ...}}``, a bare or braced id; null for ``{nullopt}`` and negative (sentinel) ids."""
     found = _NODE.search(text or "")
-    node = try_cast(found.group(1), _INT) if found else None
+    node = _number(found.group(1), _INT) if found else None
     return node if node is not None and node >= 0 else None
 
 
 def _offset(text: str) -> int | None:
-    return try_cast(text, _LONG) if text != _OFFSET_SENTINEL else None
+    return _number(text, _LONG) if text != _OFFSET_SENTINEL else None
 
 
 def _detail(text: str, kind: str) -> str | None:
@@ -158,6 +168,8 @@ def _column(text: str, kind: str) -> Any:
         return _node(text)
     if kind == "offset" and text == _OFFSET_SENTINEL:
         return None
+    if _significant_digits(text) > 20:  # beyond int64 either way: quarantined alike, without int() of it
+        return "9" * 21
     return text or None
 
 
@@ -243,7 +255,7 @@ def parse_record(record: Row) -> Iterable[Row]:
             "line_number": record.get("line_number"), "sub_index": sub_index, "event_type": t.event_type,
             "event_time": record.get("event_time"), "level": record.get("level"), "logger": record.get("logger"),
             "raw": record.get("raw"), "kafka_version_hint": hint, "broker_id": broker_id, "topic": topic,
-            "partition": try_cast(part, _INT), "leader_epoch": line.get("leader_epoch"),
+            "partition": _number(part, _INT), "leader_epoch": line.get("leader_epoch"),
             "current_leader_epoch": line.get("current_leader_epoch"), "leader": leader, "replica_id": replica_id,
             "offset": line.get("offset"),
             "details": {k: v for k, v in details.items() if v is not None and v != ""},

@@ -368,7 +368,7 @@ def _error_name(code: int | None) -> str | None:
 
 def _try_int(text: str, limit: int) -> int | None:
     """``try_cast`` of a ``-?\\d+`` capture ("" when absent)."""
-    if not text or len(text) > 20:  # no int64 has more digits (and int() refuses thousands)
+    if not text or len(text.lstrip("-").lstrip("0")) > 20:  # beyond int64 (and int() refuses thousands)
         return None
     value = int(text)
     return value if -limit <= value < limit else None
