@@ -37,12 +37,13 @@ Conventions of every ``rp_*`` event:
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
+from typing import Any
 
-from pyspark.sql import Column, DataFrame
-from pyspark.sql import functions as F
-from pyspark.sql.types import BooleanType, IntegerType, StringType
+from pyspark.sql import DataFrame
+from pyspark.sql.types import IntegerType, LongType
 
-from epoch_audit.bronze.parsers.line_template import per_template_arrays, per_template_literal
+from epoch_audit.bronze.parsers.rows import Row, java_regex, map_rows, try_cast
 from epoch_audit.bronze.parsers.templates.redpanda_raft import (
     LEADERS_TABLE_TEMPLATE,
     NAMED_NUMBER,
@@ -50,246 +51,222 @@ from epoch_audit.bronze.parsers.templates.redpanda_raft import (
     RAFT_TEMPLATES,
     RP_HINT_LE_V23_3,
     RP_HINT_V24_1,
+    RaftTemplate,
 )
+
+# Java's "." stops at every line terminator and its "$" (no MULTILINE) also matches before a final
+# one: the patterns are written for Java, these are their meanings in Python.
+_ANY = "[^\n\r\u0085\u2028\u2029]"
+_END = "(?=(?:\r\n|[\n\r\u0085\u2028\u2029])?\\Z)"
+
+
+def _java(pattern: str) -> re.Pattern[str]:
+    """``pattern`` (Java syntax) compiled so that it matches in Python exactly where it does in Java."""
+    out: list[str] = []
+    i, in_class = 0, False
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\":
+            out.append(pattern[i:i + 2])
+            i += 2
+            continue
+        if in_class:
+            in_class = c != "]"
+        elif c == "[":
+            in_class = True
+        elif c == ".":
+            c = _ANY
+        elif c == "$":
+            c = _END
+        out.append(c)
+        i += 1
+    return java_regex("".join(out))
+
 
 _GROUP_PREFIX = r"^\[group_id:(-?\d+), \{([^{}]*)\}\] "
 # the vlog "<file>:<line> - " part, in case the framing stage left it in the message
 _SRC_LOC = r"(?:[\w.+-]+\.(?:cc|h|hh|cpp):\d+ - )?"
-_NTP = r"^([^/]+)/(.+)/(\d+)$"
+_GROUP = _java(_GROUP_PREFIX)
+_GROUP_AND_SRC = _java(_GROUP_PREFIX + _SRC_LOC)
+_NTP = _java(r"^([^/]+)/(.+)/(\d+)$")
+_NODE = _java(r"^\{*(?:id: \{?)?(-?\d+)\}?")
+_VOTER = _java(r"id: \{?(-?\d+)")
+# cheap pre-filter first: every template names a vote/voting, a term or a leader
+_RELEVANT = re.compile("vot|term|leader", re.ASCII | re.IGNORECASE)
 
 _OFFSET_SENTINEL = "-9223372036854775808"
-_INT, _STR, _BOOL = IntegerType(), StringType(), BooleanType()
-
-TEMPLATES = RAFT_TEMPLATES
-ALL_TEMPLATES = TEMPLATES + [LEADERS_TABLE_TEMPLATE]
-_TABLE_IDX = len(TEMPLATES)
-_VOTE_ACKS = next(i for i, t in enumerate(TEMPLATES) if t.regex.startswith("^vote acks"))
-_STARTED_RAFT = next(i for i, t in enumerate(TEMPLATES) if t.event_type == "rp_started_raft")
-_MAX_GROUPS = max(re.compile(t.regex).groups for t in ALL_TEMPLATES)
-# the columns a template may fill from a capture group, each with one value kind
-_COL_KINDS = {
-    "broker_id": "node",
-    "replica_id": "node",
-    "leader": "node",
-    "leader_epoch": "int",
-    "current_leader_epoch": "int",
-    "offset": "offset",
-}
-assert all(t.regex.endswith("$") for t in ALL_TEMPLATES)
-assert all(_COL_KINDS[c] == k for t in ALL_TEMPLATES for c, (_, k) in t.cols.items())
-
-
-def _padded(regex: str) -> str:
-    """The regex with empty groups appended so that every template has _MAX_GROUPS groups: one
-    regexp_extract per group index then works whichever template matched."""
-    return regex[:-1] + "()" * (_MAX_GROUPS - re.compile(regex).groups) + "$"
-
-
-def _node(text: Column) -> Column:
-    """Node id from a vnode ``{id: {2}, revision: {45}}`` / ``{id: 2, ...}``, an optional vnode
-    ``{{id: 2, ...}}``, a bare or braced id; null for ``{nullopt}`` and negative (sentinel) ids."""
-    raw = F.regexp_extract(text, r"^\{*(?:id: \{?)?(-?\d+)\}?", 1).try_cast("int")
-    return F.when(raw >= 0, raw)
-
-
-def _convert(text: Column, kind: str) -> Column:
-    """A captured string as the typed value ``kind`` names (see :class:`RaftTemplate`)."""
-    if kind == "int":
-        return text.try_cast("int")
-    if kind == "long":
-        return text.try_cast("long")
-    if kind == "node":
-        return _node(text)
-    if kind == "offset":
-        return F.when(text != F.lit(_OFFSET_SENTINEL), text.try_cast("long"))
-    if kind == "bool":
-        low = F.lower(text)
-        return F.when(low.isin("1", "true"), True).when(low.isin("0", "false"), False)
-    return F.when(text != "", text)
-
-
-def _group(k: Column | int) -> Column:
-    """Capture group ``k`` (1-based) of the matched template, from the ``_g`` array."""
-    idx = F.lit(k) if isinstance(k, int) else k
-    return F.get(F.col("_g"), idx - 1)
-
+_INT, _LONG = IntegerType(), LongType()
 
 # start-up offsets of "started raft, log offsets: {...}": kept in details (sentinel dropped); the
 # *_offset_term values are the terms of log entries, never the node's own term
-_STARTUP_OFFSETS = (
-    "start_offset",
-    "committed_offset",
-    "committed_offset_term",
-    "dirty_offset",
-    "dirty_offset_term",
-    "last_term_start_offset",
+_STARTUP_OFFSETS = tuple(
+    (key, _java(r"(?:^|[{ ])" + key + r":" + NAMED_NUMBER))
+    for key in (
+        "start_offset", "committed_offset", "committed_offset_term", "dirty_offset", "dirty_offset_term",
+        "last_term_start_offset",
+    )
 )
+_OWN_TERM_LEADER = ("rp_becoming_leader", "rp_became_leader")
+
+
+class _Compiled:
+    """One template ready to apply: its regex and what kind of line it is."""
+
+    def __init__(self, template: RaftTemplate) -> None:
+        self.t = template
+        self.regex = _java(template.regex)
+        # the "[pre-vote: ...]" tag exists from v24.1.1; the untagged forms are v22.1-v23.3
+        self.tagged = template.hint is None and template.regex.startswith(PREVOTE_TAG)
+        self.vote_acks = template.regex.startswith("^vote acks")
+        self.started_raft = template.event_type == "rp_started_raft"
+
+
+_RAFT = [_Compiled(t) for t in RAFT_TEMPLATES]
+_TABLE = _Compiled(LEADERS_TABLE_TEMPLATE)
+
+
+def _significant_digits(text: str) -> int:
+    return len(text.lstrip("+-").lstrip("0"))
+
+
+def _number(text: str, dtype: IntegerType | LongType) -> int | None:
+    """``try_cast`` of a captured number; beyond 20 significant digits nothing fits (and Python's
+    ``int`` refuses thousands of digits)."""
+    return None if _significant_digits(text) > 20 else try_cast(text, dtype)
+
+
+def _node(text: str | None) -> int | None:
+    """Node id from a vnode ``{id: {2}, revision: {45}}`` / ``{id: 2, ...}``, an optional vnode
+    ``{{id: 2, ...}}``, a bare or braced id; null for ``{nullopt}`` and negative (sentinel) ids."""
+    found = _NODE.search(text or "")
+    node = _number(found.group(1), _INT) if found else None
+    return node if node is not None and node >= 0 else None
+
+
+def _offset(text: str) -> int | None:
+    return _number(text, _LONG) if text != _OFFSET_SENTINEL else None
+
+
+def _detail(text: str, kind: str) -> str | None:
+    """A captured details value as text (null / "" are dropped from details)."""
+    if kind == "node":
+        node = _node(text)
+        return None if node is None else str(node)
+    if kind == "bool":
+        low = text.lower()
+        return "true" if low in ("1", "true") else "false" if low in ("0", "false") else None
+    if kind == "offset":
+        value = _offset(text)
+        return None if value is None else str(value)
+    return text or None
+
+
+def _column(text: str, kind: str) -> Any:
+    """A captured column value: a node id as int; numbers stay text (finish_row converts them and
+    quarantines a term beyond int32: never a null term)."""
+    if kind == "node":
+        return _node(text)
+    if kind == "offset" and text == _OFFSET_SENTINEL:
+        return None
+    if _significant_digits(text) > 20:  # beyond int64 either way: quarantined alike, without int() of it
+        return "9" * 21
+    return text or None
+
+
+def _match(body: str, is_raft: bool) -> tuple[_Compiled, re.Match] | None:
+    if is_raft:
+        for compiled in _RAFT:  # ordered: the first matching template wins
+            found = compiled.regex.search(body)
+            if found:
+                return compiled, found
+        return None
+    found = _TABLE.regex.search(body)
+    return (_TABLE, found) if found else None
+
+
+def parse_record(record: Row) -> Iterable[Row]:
+    """One Redpanda record -> its rp_* event (one per voter for "vote acks"), or nothing.
+    Spark: :func:`parse_redpanda`."""
+    msg = record.get("message")
+    if msg is None:
+        return
+    is_raft = msg.startswith("[group_id:")
+    if not is_raft and not msg.startswith("updated partition: "):
+        return
+    group_id = ntp = None
+    body = msg
+    if is_raft:
+        prefix = _GROUP.search(msg)
+        group_id, ntp = (prefix.group(1), prefix.group(2)) if prefix else ("", "")
+        body = _GROUP_AND_SRC.sub("", msg, count=1)
+    if not _RELEVANT.search(body):
+        return
+    matched = _match(body, is_raft)
+    if matched is None:
+        return
+    compiled, found = matched
+    t = compiled.t
+    groups = [g if g is not None else "" for g in found.groups()]
+
+    def group(k: int) -> str:
+        return groups[k - 1]
+
+    line = {col: _column(group(k), kind) for col, (k, kind) in t.cols.items()}
+    hint = t.hint
+    if hint is None and compiled.tagged:
+        hint = RP_HINT_V24_1 if group(1) != "" else RP_HINT_LE_V23_3
+    if not is_raft:
+        ntp = "/".join((group(1), group(2), group(3)))
+    template_details: dict[str, str | None] = {key: _detail(group(k), kind) for key, (k, kind) in t.details.items()}
+    template_details.update(t.consts)
+    if compiled.started_raft:
+        for key, regex in _STARTUP_OFFSETS:
+            found_offset = regex.search(group(1))
+            value = _offset(found_offset.group(1)) if found_offset else None
+            template_details[key] = None if value is None else str(value)
+
+    ntp_parts = _NTP.search(ntp)
+    ns, topic_name, part = ntp_parts.groups() if ntp_parts else ("", "", "")
+    topic = None if ns == "" else topic_name if ns == "kafka" else ns + "/" + topic_name
+    broker_id = line.get("broker_id")
+    if broker_id is None:
+        broker_id = record.get("host_id")
+    leader = broker_id if t.event_type in _OWN_TERM_LEADER else line.get("leader")
+    shard = record.get("shard")
+    # vote acks: one row per granting voter (each `id: N` of the printed vnode list)
+    voters = _VOTER.findall(group(2)) if compiled.vote_acks else [None]
+    for sub_index, voter in enumerate(voters):
+        replica_id = _node(voter) if compiled.vote_acks else line.get("replica_id")
+        side = t.candidate_is
+        candidate = broker_id if side == "broker" else replica_id if side == "replica" else None
+        voter_id = replica_id if side == "broker" else broker_id if side == "replica" else None
+        details = {
+            "group_id": group_id,
+            "namespace": ns or None,
+            "shard": None if shard is None else str(shard),
+            "candidate": None if candidate is None else str(candidate),
+            "voter": None if voter_id is None else str(voter_id),
+            **template_details,
+        }
+        yield {
+            "file_id": record.get("file_id"), "source_file": record.get("source_file"),
+            "cluster_id": record.get("cluster_id"), "host_id": record.get("host_id"),
+            "file_order": record.get("file_order"), "log_kind": record.get("log_kind"),
+            "line_number": record.get("line_number"), "sub_index": sub_index, "event_type": t.event_type,
+            "event_time": record.get("event_time"), "level": record.get("level"), "logger": record.get("logger"),
+            "raw": record.get("raw"), "kafka_version_hint": hint, "broker_id": broker_id, "topic": topic,
+            "partition": _number(part, _INT), "leader_epoch": line.get("leader_epoch"),
+            "current_leader_epoch": line.get("current_leader_epoch"), "leader": leader, "replica_id": replica_id,
+            "offset": line.get("offset"),
+            "details": {k: v for k, v in details.items() if v is not None and v != ""},
+        }
 
 
 def parse_redpanda(records: DataFrame) -> DataFrame:
     """Parse Redpanda raft election / term lines (§7.2) and partition-leader updates into ``rp_*`` events.
 
     Rules: Raft election safety (one leader per term) and per-node monotonic terms; see the module
-    docstring for which term lands in ``leader_epoch``. A CASE of literal regexes picks the
-    template; its (padded) regex then extracts every capture group once into ``_g``, and the
-    per-template meaning of each group is looked up from literal arrays (small plans, no UDF).
+    docstring for which term lands in ``leader_epoch``. The first template whose regex matches the
+    message body (the raft group prefix cut off) gives the event; see :func:`parse_record`.
     """
-    msg = F.col("message")
-    is_raft = msg.startswith("[group_id:")
-    is_table = msg.startswith("updated partition: ")
-    body = F.col("_body")
-
-    cand = records.where(is_raft | is_table).select(
-        "*",
-        F.when(is_raft, F.regexp_extract(msg, _GROUP_PREFIX, 1)).alias("_group_id"),
-        F.when(is_raft, F.regexp_extract(msg, _GROUP_PREFIX, 2)).alias("_rp_ntp"),
-        F.when(is_raft, F.regexp_replace(msg, _GROUP_PREFIX + _SRC_LOC, "")).otherwise(msg).alias("_body"),
-    )
-    pick: Column | None = None
-    for i, tpl in enumerate(TEMPLATES):
-        pick = (F.when if pick is None else pick.when)(body.rlike(tpl.regex), F.lit(i))
-    assert pick is not None
-    tpl_idx = F.when(F.col("_group_id").isNotNull(), pick).when(
-        body.rlike(LEADERS_TABLE_TEMPLATE.regex), F.lit(_TABLE_IDX)
-    )
-    # cheap pre-filter first: every template names a vote/voting, a term or a leader
-    matched = (
-        cand.where(body.rlike("(?i)vot|term|leader"))
-        .withColumn("_tpl", tpl_idx)
-        .where(F.col("_tpl").isNotNull())
-    )
-    regex = per_template_literal([_padded(t.regex) for t in ALL_TEMPLATES], _STR)
-    staged = matched.withColumn(
-        "_g",
-        # the pattern is a column: the Python wrapper only takes literal patterns, the SQL function both
-        F.array(*[F.call_function("regexp_extract", body, regex, F.lit(k)) for k in range(1, _MAX_GROUPS + 1)]),
-    )
-
-    def col_value(column: str) -> Column:
-        idx = per_template_literal([t.cols.get(column, (0, ""))[0] for t in ALL_TEMPLATES], _INT)
-        kind = _COL_KINDS[column]
-        if kind in ("int", "long", "offset"):
-            # kept as text: finish_events converts it and quarantines a term beyond int32 (never a null term)
-            text = F.nullif(_group(idx), F.lit(""))
-            return F.when(idx > 0, text if kind != "offset" else F.when(text != F.lit(_OFFSET_SENTINEL), text))
-        return F.when(idx > 0, _convert(_group(idx), kind))
-
-    tagged = per_template_literal([t.hint is None and t.regex.startswith(PREVOTE_TAG) for t in ALL_TEMPLATES], _BOOL)
-    # the "[pre-vote: ...]" tag exists from v24.1.1; the untagged forms are v22.1-v23.3
-    hint = F.coalesce(
-        per_template_literal([t.hint for t in ALL_TEMPLATES], _STR),
-        F.when(tagged, F.when(_group(1) != "", F.lit(RP_HINT_V24_1)).otherwise(F.lit(RP_HINT_LE_V23_3))),
-    )
-
-    def detail_value(i: Column, kind: Column) -> Column:
-        text = _group(i)
-        return (
-            F.when(kind == "node", _node(text).cast("string"))
-            .when(kind == "bool", _convert(text, "bool").cast("string"))
-            .when(kind == "offset", _convert(text, "offset").cast("string"))
-            .otherwise(_convert(text, "str"))
-        )
-
-    keys = per_template_arrays([list(t.details) for t in ALL_TEMPLATES], "string")
-    groups = per_template_arrays([[g for g, _ in t.details.values()] for t in ALL_TEMPLATES], "int")
-    kinds = per_template_arrays([[k for _, k in t.details.values()] for t in ALL_TEMPLATES], "string")
-    captured = F.map_from_arrays(keys, F.transform(groups, lambda g, pos: detail_value(g, F.get(kinds, pos))))
-    consts = F.get(
-        F.array(
-            *[
-                F.create_map(*[F.lit(x) for kv in t.consts.items() for x in kv]).cast("map<string,string>")
-                for t in ALL_TEMPLATES
-            ]
-        ),
-        F.col("_tpl"),
-    )
-    startup = F.when(
-        F.col("_tpl") == _STARTED_RAFT,
-        F.create_map(
-            *[
-                x
-                for key in _STARTUP_OFFSETS
-                for x in (
-                    F.lit(key),
-                    _convert(F.regexp_extract(_group(1), r"(?:^|[{ ])" + key + r":" + NAMED_NUMBER, 1), "offset").cast(
-                        "string"
-                    ),
-                )
-            ]
-        ),
-    ).otherwise(F.create_map().cast("map<string,string>"))
-
-    # vote acks: one row per granting voter (each `id: N` of the printed vnode list)
-    voters = F.when(
-        F.col("_tpl") == _VOTE_ACKS, F.regexp_extract_all(_group(2), F.lit(r"id: \{?(-?\d+)"), 1)
-    ).otherwise(F.array(F.lit(None).cast("string")))
-
-    typed = staged.select(
-        "*",
-        per_template_literal([t.event_type for t in ALL_TEMPLATES], _STR).alias("event_type"),
-        hint.alias("kafka_version_hint"),
-        per_template_literal([t.candidate_is for t in ALL_TEMPLATES], _STR).alias("_cand_side"),
-        col_value("broker_id").alias("_line_broker"),
-        col_value("replica_id").alias("_line_replica"),
-        col_value("leader_epoch").alias("leader_epoch"),
-        col_value("current_leader_epoch").alias("current_leader_epoch"),
-        col_value("leader").alias("_line_leader"),
-        col_value("offset").alias("_line_offset"),
-        F.when(F.col("_tpl") == _TABLE_IDX, F.concat_ws("/", _group(1), _group(2), _group(3)))
-        .otherwise(F.col("_rp_ntp"))
-        .alias("_ntp"),
-        F.map_concat(captured, consts, startup).alias("_tpl_details"),
-        voters.alias("_voters"),
-    )
-    exploded = typed.select("*", F.posexplode("_voters").alias("sub_index", "_voter"))
-
-    broker_id = F.coalesce(F.col("_line_broker"), F.col("host_id"))
-    replica_id = F.when(F.col("_tpl") == _VOTE_ACKS, _node(F.col("_voter"))).otherwise(F.col("_line_replica"))
-    leader = F.when(
-        F.col("event_type").isin("rp_becoming_leader", "rp_became_leader"), broker_id
-    ).otherwise(F.col("_line_leader"))
-
-    ns = F.regexp_extract(F.col("_ntp"), _NTP, 1)
-    topic_name = F.regexp_extract(F.col("_ntp"), _NTP, 2)
-    topic = F.when(ns == "", None).when(ns == "kafka", topic_name).otherwise(F.concat_ws("/", ns, topic_name))
-    partition = F.regexp_extract(F.col("_ntp"), _NTP, 3).try_cast("int")
-
-    side = F.col("_cand_side")
-    candidate = F.when(side == "broker", broker_id).when(side == "replica", replica_id)
-    voter = F.when(side == "broker", replica_id).when(side == "replica", broker_id)
-    base_details = F.create_map(
-        F.lit("group_id"), F.col("_group_id"),
-        F.lit("namespace"), F.when(ns != "", ns),
-        F.lit("shard"), F.col("shard").cast("string"),
-        F.lit("candidate"), candidate.cast("string"),
-        F.lit("voter"), voter.cast("string"),
-    )
-    details = F.map_filter(
-        F.map_concat(base_details, F.col("_tpl_details")), lambda k, v: v.isNotNull() & (v != "")
-    )
-
-    return exploded.select(
-        "file_id",
-        "source_file",
-        "cluster_id",
-        "host_id",
-        "file_order",
-        "log_kind",
-        "line_number",
-        F.col("sub_index").cast("int").alias("sub_index"),
-        "event_type",
-        "event_time",
-        "level",
-        "logger",
-        "raw",
-        "kafka_version_hint",
-        broker_id.cast("int").alias("broker_id"),
-        topic.alias("topic"),
-        partition.alias("partition"),
-        "leader_epoch",
-        "current_leader_epoch",
-        leader.cast("int").alias("leader"),
-        replica_id.cast("int").alias("replica_id"),
-        F.col("_line_offset").alias("offset"),
-        details.alias("details"),
-    )
+    return map_rows(records, parse_record)

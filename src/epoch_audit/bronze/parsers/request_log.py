@@ -5,8 +5,9 @@ Input: ``records`` (see :mod:`epoch_audit.bronze.parsers`) whose message starts 
 
 2.8+ (KIP-673): the message is ``Completed request:`` + compact JSON. Lines whose
 ``requestApiKeyName`` is PRODUCE, FETCH, STOP_REPLICA, LEADER_AND_ISR, UPDATE_METADATA,
-ALTER_PARTITION (or its pre-3.2 name ALTER_ISR) are parsed with ``from_json`` and an explicit
-schema per API (all versions' fields; a field absent from a version parses as null), and yield one
+ALTER_PARTITION (or its pre-3.2 name ALTER_ISR) are read with an explicit schema per API (all
+versions' fields; a field absent from a version parses as null) exactly as Spark's ``from_json``
+reads them (:mod:`~epoch_audit.bronze.parsers.request_log_json`), and yield one
 event per partition of the request, ``sub_index`` = position in request order. The response
 partition is matched by (topic name or topic id, partition index). Column mapping:
 
@@ -37,7 +38,11 @@ partition is matched by (topic name or topic id, partition index). Column mappin
 * topic names vs ids: FETCH v13+, ALTER_PARTITION v2+, LAI v5+ responses use ``topicId`` ->
   ``topic_id`` (LAI requests carry both; ``topic`` stays null where only an id is logged).
 
-A line of one of these APIs whose JSON does not parse becomes ``__malformed__``.
+A line of one of these APIs whose JSON does not parse, or holds a value that does not fit its field
+(an epoch beyond int32), becomes ``__malformed__`` ("unparseable request-log JSON"); a line cut
+short (no ``(logger)`` tail, or JSON that does not close) of any other API too ("truncated
+request-log line"). Events are produced one partition at a time (a request naming thousands of
+partitions is never held as rows).
 
 <=2.7 (plain text, ``Completed request:RequestHeader(apiKey=..., apiVersion=..., clientId=...,
 correlationId=...) ...``): the body is Struct-style and request details exist only at TRACE, so only
@@ -46,361 +51,394 @@ the header is read: one event per line for the APIs above, topic null, ``details
 
 from __future__ import annotations
 
-from pyspark.sql import Column, DataFrame
-from pyspark.sql import functions as F
+import re
+from collections.abc import Iterable, Iterator
+from typing import Any
 
-from epoch_audit.bronze.parsers import MALFORMED
-from epoch_audit.bronze.parsers.request_log_schemas import (
-    API_EVENT_TYPES,
-    ERROR_NAMES,
-    EVENT_FIELDS,
-    EVENT_STRUCT_TYPE,
-    PREFIX,
-    SCHEMAS,
+from pyspark.sql import DataFrame
+
+from epoch_audit.bronze.parsers.request_log_jackson import jackson_from_json
+from epoch_audit.bronze.parsers.request_log_json import compile_schema, from_json
+from epoch_audit.bronze.parsers.request_log_schemas import API_EVENT_TYPES, ERROR_NAMES, PREFIX, SCHEMAS
+from epoch_audit.bronze.parsers.rows import MALFORMED, Row, map_rows
+
+# Java's "." stops at any line terminator: \r, \u0085, \u2028, \u2029 as well as \n
+_ANY = "[^\n\r\u0085\u2028\u2029]"
+_TEXT_HEADER = re.compile(
+    r"^Completed request:RequestHeader\(apiKey=([A-Z_]+), apiVersion=(\d+), clientId=(" + _ANY + r"*?), "
+    r"correlationId=(-?\d+)\)",
+    re.ASCII,
 )
+_API_NAME = re.compile(r'"requestApiKeyName":"([A-Z_]+)"')
+_JSON_PREFIX = PREFIX + "{"
+_CONVERTERS = {name: compile_schema(schema) for name, schema in SCHEMAS.items()}
+_PROVENANCE = ("file_id", "source_file", "cluster_id", "host_id", "file_order", "log_kind", "line_number",
+               "event_time", "level", "logger", "raw")
+_EMPTY: dict = {}
+_INT32, _INT64 = 1 << 31, 1 << 63
 
-_TEXT_HEADER = (
-    r"^Completed request:RequestHeader\(apiKey=([A-Z_]+), apiVersion=(\d+), clientId=(.*?), "
-    r"correlationId=(-?\d+)\)"
-)
-
-
-def _partition_event(**values: Column) -> Column:
-    """One per-partition event struct; fields not given are null."""
-    unknown = set(values) - {n for n, _ in EVENT_FIELDS}
-    assert not unknown, unknown
-    return F.struct(
-        *[
-            (values[n] if n in values else F.lit(None)).cast(t).alias(n)
-            for n, t in EVENT_FIELDS
-        ]
-    )
+Event = dict[str, Any]
 
 
-def _details(**values: Column) -> Column:
-    pairs: list[Column] = []
-    for key, value in values.items():
-        pairs += [F.lit(key), value.cast("string")]
-    return F.create_map(*pairs)
+def _get(d: Any, *keys: str) -> Any:
+    """``d[k1][k2]...``, null through missing or null levels (Spark's struct field access)."""
+    for k in keys:
+        if d is None:
+            return None
+        d = d.get(k)
+    return d
 
 
-def _nonneg(c: Column) -> Column:
+def _nonneg(v: Any) -> Any:
     """-1 (and other negatives) are "none" sentinels in these fields."""
-    return F.when(c >= 0, c)
+    return v if v is not None and v >= 0 else None
 
 
-def _first(arr: Column, pred) -> Column:
-    """The first element of ``arr`` satisfying ``pred`` (null if none)."""
-    return F.get(F.filter(arr, pred), 0)
+def _text(v: Any) -> str | None:
+    """A details value as Spark's cast to string prints it."""
+    if v is None or isinstance(v, str):
+        return v
+    return ("true" if v else "false") if isinstance(v, bool) else str(v)
 
 
-def _same_topic(name_a: Column, id_a: Column, name_b: Column, id_b: Column) -> Column:
-    """Topic match by name where both sides log one, else by topic id."""
-    return F.coalesce(
-        F.when(name_a.isNotNull() & name_b.isNotNull(), name_a == name_b),
-        F.when(id_a.isNotNull() & id_b.isNotNull(), id_a == id_b),
-        F.lit(False),
-    )
+def _join(values: Any) -> str | None:
+    """Spark's ``array_join(values, ",")``: nulls skipped, null for a null array."""
+    return None if values is None else ",".join(str(v) for v in values if v is not None)
 
 
-def _flatten(topics: Column, part_field: str, name: str | tuple[str, ...] | None, tid: str | None) -> Column:
-    """array<topic{partitions[]}> -> array<struct<t_name, t_id, p>> in request order. ``name`` may list
-    several keys: the first non-null is the topic name (topicName / name differ by API version)."""
-    names = (name,) if isinstance(name, str) else (name or ())
-
-    def topic_name(t: Column) -> Column:
-        return F.coalesce(*[t[n] for n in names]) if names else F.lit(None).cast("string")
-
-    return F.flatten(
-        F.transform(
-            F.coalesce(topics, F.array()),
-            lambda t: F.transform(
-                F.coalesce(t[part_field], F.array()),
-                lambda p: F.struct(
-                    topic_name(t).alias("t_name"),
-                    (t[tid] if tid else F.lit(None).cast("string")).alias("t_id"),
-                    p.alias("p"),
-                ),
-            ),
-        )
-    )
+def _coalesce(*values: Any) -> Any:
+    return next((v for v in values if v is not None), None)
 
 
-def _produce(j: Column) -> Column:
-    req = _flatten(j["request"]["topicData"], "partitionData", "name", "topicId")
-    resp = _flatten(j["response"]["responses"], "partitionResponses", "name", "topicId")
-
-    def one(q: Column) -> Column:
-        r = _first(resp, lambda x: _same_topic(x.t_name, x.t_id, q.t_name, q.t_id) & (x.p["index"] == q.p["index"]))
-        rp = r["p"]
-        return _partition_event(
-            topic=q.t_name,
-            topic_id=q.t_id,
-            partition=q.p["index"],
-            error_code=rp["errorCode"],
-            offset=_nonneg(rp["baseOffset"]),
-            log_start_offset=_nonneg(rp["logStartOffset"]),
-            leader=_nonneg(rp["currentLeader"]["leaderId"]),
-            current_leader_epoch=_nonneg(rp["currentLeader"]["leaderEpoch"]),
-            details=_details(
-                records_size=q.p["recordsSizeInBytes"],
-                error_message=rp["errorMessage"],
-                acks=j["request"]["acks"],
-                transactional_id=j["request"]["transactionalId"],
-                log_append_time_ms=rp["logAppendTimeMs"],
-            ),
-        )
-
-    return F.transform(req, one)
+def _flatten(topics: Any, part_field: str, names: tuple[str, ...], tid: str | None) -> Iterator[tuple]:
+    """array<topic{partitions[]}> -> (topic name, topic id, partition) in request order; ``names``: the
+    keys naming the topic, the first non-null wins (topicName / name differ by API version)."""
+    for t in topics or ():
+        if t is None:
+            continue
+        name = _coalesce(*(t.get(n) for n in names))
+        topic_id = t.get(tid) if tid else None
+        for p in t.get(part_field) or ():
+            yield name, topic_id, (p if p is not None else _EMPTY)
 
 
-def _fetch(j: Column) -> Column:
-    rq = j["request"]
-    req = _flatten(rq["topics"], "partitions", "topic", "topicId")
-    resp = _flatten(j["response"]["responses"], "partitions", "topic", "topicId")
-    replica = _nonneg(F.coalesce(rq["replicaState"]["replicaId"], rq["replicaId"]))
-    replica_epoch = _nonneg(rq["replicaState"]["replicaEpoch"])
+class _TopicIndex:
+    """Flattened (name, id, partition) entries grouped for Spark's topic match (by name where both
+    sides name one, else by topic id): ``first`` finds the first entry matching a partition,
+    ``may_match`` whether some entry matches or compares null (Spark's three-valued ``exists``)."""
 
-    def event(q: Column | None, rp: Column, name: Column, tid: Column, part: Column) -> Column:
-        qp = q["p"] if q is not None else None
+    def __init__(self, entries: list[tuple], index_field: str) -> None:
+        self.entries = entries
+        self.by_name: dict[Any, dict] = {}
+        self.by_id: dict[Any, dict] = {}
+        self.by_id_nameless: dict[Any, dict] = {}
+        for pos, (name, tid, p) in enumerate(entries):
+            idx = p.get(index_field)
+            if name is not None:
+                self.by_name.setdefault(name, {}).setdefault(idx, pos)
+            if tid is not None:
+                self.by_id.setdefault(tid, {}).setdefault(idx, pos)
+                if name is None:
+                    self.by_id_nameless.setdefault(tid, {}).setdefault(idx, pos)
 
-        def qf(field: str) -> Column:
-            return qp[field] if qp is not None else F.lit(None)
+    def _groups(self, name: Any, tid: Any) -> list[dict]:
+        if name is not None:
+            groups = [self.by_name.get(name), self.by_id_nameless.get(tid) if tid is not None else None]
+        else:
+            groups = [self.by_id.get(tid) if tid is not None else None]
+        return [g for g in groups if g]
 
-        return _partition_event(
-            topic=name,
-            topic_id=tid,
-            partition=part,
-            error_code=rp["errorCode"],
-            replica_id=replica,
-            broker_epoch=replica_epoch,
-            offset=qf("fetchOffset"),
-            current_leader_epoch=_nonneg(qf("currentLeaderEpoch")),
-            high_watermark=_nonneg(rp["highWatermark"]),
-            log_start_offset=_nonneg(rp["logStartOffset"]),
-            leader=_nonneg(rp["currentLeader"]["leaderId"]),
-            details=_details(
-                last_fetched_epoch=qf("lastFetchedEpoch"),
-                fetch_log_start_offset=qf("logStartOffset"),
-                last_stable_offset=rp["lastStableOffset"],
-                diverging_epoch=rp["divergingEpoch"]["epoch"],
-                diverging_end_offset=rp["divergingEpoch"]["endOffset"],
-                response_leader_epoch=rp["currentLeader"]["leaderEpoch"],
-                records_size=rp["recordsSizeInBytes"],
-                session_id=rq["sessionId"],
-                session_epoch=rq["sessionEpoch"],
-                in_request=F.lit(q is not None),
-                fetcher=F.when(replica.isNotNull(), F.lit("replica")).otherwise(F.lit("consumer")),
-            ),
-        )
+    def first(self, name: Any, tid: Any, idx: Any) -> dict:
+        """The partition of the first entry of the same topic and index (empty if none)."""
+        if idx is None:
+            return _EMPTY
+        hits = [g[idx] for g in self._groups(name, tid) if idx in g]
+        return self.entries[min(hits)][2] if hits else _EMPTY
 
-    def matches(x: Column, q: Column) -> Column:
-        return _same_topic(x.t_name, x.t_id, q.t_name, q.t_id) & (x.p["partitionIndex"] == q.p["partition"])
+    def may_match(self, name: Any, tid: Any, idx: Any) -> bool:
+        return any(idx is None or None in g or idx in g for g in self._groups(name, tid))
 
-    from_request = F.transform(
-        req, lambda q: event(q, _first(resp, lambda x: matches(x, q))["p"], q.t_name, q.t_id, q.p["partition"])
-    )
+
+def _produce(j: dict) -> Iterator[Event]:
+    rq = j.get("request")
+    resp = _TopicIndex(list(_flatten(_get(j, "response", "responses"), "partitionResponses", ("name",), "topicId")),
+                       "index")
+    for name, tid, p in _flatten(_get(rq, "topicData"), "partitionData", ("name",), "topicId"):
+        rp = resp.first(name, tid, p.get("index"))
+        leader = rp.get("currentLeader")
+        yield {
+            "topic": name, "topic_id": tid, "partition": p.get("index"), "error_code": rp.get("errorCode"),
+            "offset": _nonneg(rp.get("baseOffset")), "log_start_offset": _nonneg(rp.get("logStartOffset")),
+            "leader": _nonneg(_get(leader, "leaderId")), "current_leader_epoch": _nonneg(_get(leader, "leaderEpoch")),
+            "details": {
+                "records_size": p.get("recordsSizeInBytes"), "error_message": rp.get("errorMessage"),
+                "acks": _get(rq, "acks"), "transactional_id": _get(rq, "transactionalId"),
+                "log_append_time_ms": rp.get("logAppendTimeMs"),
+            },
+        }
+
+
+def _fetch(j: dict) -> Iterator[Event]:
+    rq = j.get("request")
+    req = list(_flatten(_get(rq, "topics"), "partitions", ("topic",), "topicId"))
+    resp = list(_flatten(_get(j, "response", "responses"), "partitions", ("topic",), "topicId"))
+    replica = _nonneg(_coalesce(_get(rq, "replicaState", "replicaId"), _get(rq, "replicaId")))
+    replica_epoch = _nonneg(_get(rq, "replicaState", "replicaEpoch"))
+    session = (_get(rq, "sessionId"), _get(rq, "sessionEpoch"))
+
+    def event(qp: dict | None, rp: dict, name: Any, tid: Any, part: Any) -> Event:
+        q = qp if qp is not None else _EMPTY
+        leader = rp.get("currentLeader")
+        diverging = rp.get("divergingEpoch")
+        return {
+            "topic": name, "topic_id": tid, "partition": part, "error_code": rp.get("errorCode"),
+            "replica_id": replica, "broker_epoch": replica_epoch, "offset": q.get("fetchOffset"),
+            "current_leader_epoch": _nonneg(q.get("currentLeaderEpoch")),
+            "high_watermark": _nonneg(rp.get("highWatermark")), "log_start_offset": _nonneg(rp.get("logStartOffset")),
+            "leader": _nonneg(_get(leader, "leaderId")),
+            "details": {
+                "last_fetched_epoch": q.get("lastFetchedEpoch"), "fetch_log_start_offset": q.get("logStartOffset"),
+                "last_stable_offset": rp.get("lastStableOffset"), "diverging_epoch": _get(diverging, "epoch"),
+                "diverging_end_offset": _get(diverging, "endOffset"),
+                "response_leader_epoch": _get(leader, "leaderEpoch"), "records_size": rp.get("recordsSizeInBytes"),
+                "session_id": session[0], "session_epoch": session[1], "in_request": qp is not None,
+                "fetcher": "replica" if replica is not None else "consumer",
+            },
+        }
+
+    resp_index = _TopicIndex(resp, "partitionIndex")
+    for name, tid, p in req:
+        yield event(p, resp_index.first(name, tid, p.get("partition")), name, tid, p.get("partition"))
     # incremental fetch sessions: partitions answered without being (re)listed in the request
-    response_only = F.transform(
-        F.filter(resp, lambda x: ~F.exists(req, lambda q: matches(x, q))),
-        lambda x: event(None, x["p"], x.t_name, x.t_id, x.p["partitionIndex"]),
-    )
-    return F.concat(from_request, response_only)
+    req_index = _TopicIndex(req, "partition")
+    for name, tid, p in resp:
+        if not req_index.may_match(name, tid, p.get("partitionIndex")):
+            yield event(None, p, name, tid, p.get("partitionIndex"))
 
 
-def _controller_common(rq: Column) -> dict[str, Column]:
+def _controller_common(rq: Any) -> Event:
     return {
-        "controller_id": rq["controllerId"],
-        "controller_epoch": rq["controllerEpoch"],
-        "broker_epoch": _nonneg(rq["brokerEpoch"]),
+        "controller_id": _get(rq, "controllerId"),
+        "controller_epoch": _get(rq, "controllerEpoch"),
+        "broker_epoch": _nonneg(_get(rq, "brokerEpoch")),
     }
 
 
-def _stop_replica(j: Column, version: Column) -> Column:
-    rq = j["request"]
+def _stop_replica(j: dict, version: Any) -> Iterator[Event]:
+    rq = j.get("request")
+    errors: dict[tuple, int] = {}
+    for pos, e in enumerate(_get(j, "response", "partitionErrors") or ()):
+        if e is not None:
+            errors.setdefault((e.get("topicName"), e.get("partitionIndex")), pos)
+    error_list = _get(j, "response", "partitionErrors")
+    common = _controller_common(rq)
+    kraft = _get(rq, "isKRaftController")
+
+    def event(name: Any, idx: Any, le: Any, delete: Any) -> Event:
+        pos = errors.get((name, idx)) if name is not None and idx is not None else None
+        return {
+            "topic": name, "partition": idx, "error_code": None if pos is None else error_list[pos].get("errorCode"),
+            "leader_epoch": le, "delete_partition": delete, "details": {"is_kraft_controller": kraft}, **common,
+        }
+
     # v3+: topicStates with per-partition LE and delete flag; v1-2 topics[{name, partitionIndexes}];
     # v0 ungroupedPartitions. v0-2 have no epoch: the broker reads it as -1 (no epoch).
-    v3 = _flatten(rq["topicStates"], "partitionStates", "topicName", None)
-    v1 = F.flatten(
-        F.transform(
-            F.coalesce(rq["topics"], F.array()),
-            lambda t: F.transform(
-                F.coalesce(t["partitionIndexes"], F.array()),
-                lambda p: F.struct(t["name"].alias("t_name"), p.alias("idx")),
-            ),
-        )
-    )
-    v0 = F.transform(
-        F.coalesce(rq["ungroupedPartitions"], F.array()),
-        lambda p: F.struct(p["topicName"].alias("t_name"), p["partitionIndex"].alias("idx")),
-    )
-    errors = F.coalesce(j["response"]["partitionErrors"], F.array())
-
-    def event(name: Column, idx: Column, le: Column, delete: Column) -> Column:
-        err = _first(errors, lambda e: (e["topicName"] == name) & (e["partitionIndex"] == idx))
-        return _partition_event(
-            topic=name,
-            partition=idx,
-            error_code=err["errorCode"],
-            leader_epoch=le,
-            delete_partition=delete,
-            details=_details(is_kraft_controller=rq["isKRaftController"]),
-            **_controller_common(rq),
-        )
-
-    legacy = F.concat(v0, v1)
-    return F.when(
-        version >= 3,
-        F.transform(v3, lambda q: event(q.t_name, q.p["partitionIndex"], q.p["leaderEpoch"], q.p["deletePartition"])),
-    ).otherwise(F.transform(legacy, lambda q: event(q.t_name, q.idx, F.lit(-1), rq["deletePartitions"])))
+    if version is not None and version >= 3:
+        for name, _, p in _flatten(_get(rq, "topicStates"), "partitionStates", ("topicName",), None):
+            yield event(name, p.get("partitionIndex"), p.get("leaderEpoch"), p.get("deletePartition"))
+        return
+    delete = _get(rq, "deletePartitions")
+    for p in _get(rq, "ungroupedPartitions") or ():
+        p = p if p is not None else _EMPTY
+        yield event(p.get("topicName"), p.get("partitionIndex"), -1, delete)
+    for t in _get(rq, "topics") or ():
+        for idx in (t or _EMPTY).get("partitionIndexes") or ():
+            yield event(t.get("name"), idx, -1, delete)
 
 
-def _leader_and_isr(j: Column) -> Column:
-    rq = j["request"]
-    grouped = _flatten(rq["topicStates"], "partitionStates", "topicName", "topicId")
-    ungrouped = F.transform(
-        F.coalesce(rq["ungroupedPartitionStates"], F.array()),
-        lambda p: F.struct(p["topicName"].alias("t_name"), F.lit(None).cast("string").alias("t_id"), p.alias("p")),
-    )
-    resp = j["response"]
-    def entry(name: Column, tid: Column, e: Column) -> Column:
-        p = F.struct(e["partitionIndex"].alias("partitionIndex"), e["errorCode"].alias("errorCode"))
-        return F.struct(name.alias("t_name"), tid.alias("t_id"), p.alias("p"))
+def _partition_states(rq: Any) -> Iterator[tuple]:
+    """(topic name, topic id, partition state): the ungrouped (v0-1) states, then the grouped ones."""
+    for p in _get(rq, "ungroupedPartitionStates") or ():
+        p = p if p is not None else _EMPTY
+        yield p.get("topicName"), None, p
+    yield from _flatten(_get(rq, "topicStates"), "partitionStates", ("topicName",), "topicId")
 
-    null_str = F.lit(None).cast("string")
+
+def _leader_and_isr(j: dict) -> Iterator[Event]:
+    rq = j.get("request")
+    resp = j.get("response")
     # v0-4: partitionErrors[{topicName, partitionIndex, errorCode}]; v5+: topics[{topicId, partitionErrors}]
-    named_errors = F.transform(
-        F.coalesce(resp["partitionErrors"], F.array()), lambda e: entry(e["topicName"], null_str, e)
-    )
-    id_errors = F.transform(
-        _flatten(resp["topics"], "partitionErrors", None, "topicId"), lambda x: entry(null_str, x.t_id, x.p)
-    )
-    errors = F.concat(named_errors, id_errors)
-
-    def one(q: Column) -> Column:
-        p = q["p"]
+    errors = [(e.get("topicName"), None, e) for e in _get(resp, "partitionErrors") or () if e is not None]
+    errors += [(None, tid, p) for _, tid, p in _flatten(_get(resp, "topics"), "partitionErrors", (), "topicId")]
+    error_index = _TopicIndex(errors, "partitionIndex")
+    common = _controller_common(rq)
+    for t_name, tid, p in _partition_states(rq):
         # the topic name may sit in the topic state (v2+) or in the partition state (v0-1)
-        name = F.coalesce(q.t_name, p["topicName"])
-        err = _first(
-            errors,
-            lambda e: _same_topic(e.t_name, e.t_id, name, q.t_id) & (e.p["partitionIndex"] == p["partitionIndex"]),
-        )
-        return _partition_event(
-            topic=name,
-            topic_id=q.t_id,
-            partition=p["partitionIndex"],
-            error_code=err["p"]["errorCode"],
-            state_controller_epoch=p["controllerEpoch"],
-            leader=p["leader"],
-            leader_epoch=p["leaderEpoch"],
-            partition_epoch=F.coalesce(p["partitionEpoch"], p["zkVersion"]),
-            isr=p["isr"],
-            replicas=p["replicas"],
-            adding_replicas=p["addingReplicas"],
-            removing_replicas=p["removingReplicas"],
-            details=_details(
-                is_new=p["isNew"],
-                leader_recovery_state=p["leaderRecoveryState"],
-                type=rq["type"],
-                is_kraft_controller=rq["isKRaftController"],
-            ),
-            **_controller_common(rq),
-        )
-
-    return F.transform(F.concat(ungrouped, grouped), one)
+        name = _coalesce(t_name, p.get("topicName"))
+        err = error_index.first(name, tid, p.get("partitionIndex"))
+        yield {
+            "topic": name, "topic_id": tid, "partition": p.get("partitionIndex"), "error_code": err.get("errorCode"),
+            "state_controller_epoch": p.get("controllerEpoch"), "leader": p.get("leader"),
+            "leader_epoch": p.get("leaderEpoch"),
+            "partition_epoch": _coalesce(p.get("partitionEpoch"), p.get("zkVersion")),
+            "isr": p.get("isr"), "replicas": p.get("replicas"), "adding_replicas": p.get("addingReplicas"),
+            "removing_replicas": p.get("removingReplicas"),
+            "details": {
+                "is_new": p.get("isNew"), "leader_recovery_state": p.get("leaderRecoveryState"),
+                "type": _get(rq, "type"), "is_kraft_controller": _get(rq, "isKRaftController"),
+            },
+            **common,
+        }
 
 
-def _update_metadata(j: Column) -> Column:
-    rq = j["request"]
-    grouped = _flatten(rq["topicStates"], "partitionStates", "topicName", "topicId")
-    ungrouped = F.transform(
-        F.coalesce(rq["ungroupedPartitionStates"], F.array()),
-        lambda p: F.struct(p["topicName"].alias("t_name"), F.lit(None).cast("string").alias("t_id"), p.alias("p")),
-    )
-
-    def one(q: Column) -> Column:
-        p = q["p"]
-        return _partition_event(
-            topic=F.coalesce(q.t_name, p["topicName"]),
-            topic_id=q.t_id,
-            partition=p["partitionIndex"],
-            state_controller_epoch=p["controllerEpoch"],
-            leader=p["leader"],
-            leader_epoch=p["leaderEpoch"],
-            partition_epoch=p["zkVersion"],
-            isr=p["isr"],
-            replicas=p["replicas"],
+def _update_metadata(j: dict) -> Iterator[Event]:
+    rq = j.get("request")
+    error_code = _get(j, "response", "errorCode")
+    common = _controller_common(rq)
+    kraft = _get(rq, "isKRaftController")
+    any_state = False
+    for t_name, tid, p in _partition_states(rq):
+        any_state = True
+        yield {
+            "topic": _coalesce(t_name, p.get("topicName")), "topic_id": tid, "partition": p.get("partitionIndex"),
+            "state_controller_epoch": p.get("controllerEpoch"), "leader": p.get("leader"),
+            "leader_epoch": p.get("leaderEpoch"), "partition_epoch": p.get("zkVersion"), "isr": p.get("isr"),
+            "replicas": p.get("replicas"),
             # UpdateMetadata answers with one request-level error code only
-            error_code=j["response"]["errorCode"],
-            details=_details(
-                offline_replicas=F.array_join(p["offlineReplicas"], ","),
-                is_kraft_controller=rq["isKRaftController"],
-            ),
-            **_controller_common(rq),
-        )
-
-    parts = F.transform(F.concat(ungrouped, grouped), one)
-    # a request with no partition states still raises the broker's known controller epoch
-    whole = F.array(
-        _partition_event(
-            error_code=j["response"]["errorCode"],
-            details=_details(is_kraft_controller=rq["isKRaftController"], partitions=F.lit(0)),
-            **_controller_common(rq),
-        )
-    )
-    return F.when(F.size(parts) > 0, parts).otherwise(whole)
+            "error_code": error_code,
+            "details": {"offline_replicas": _join(p.get("offlineReplicas")), "is_kraft_controller": kraft},
+            **common,
+        }
+    if not any_state:  # a request with no partition states still raises the broker's known controller epoch
+        yield {"error_code": error_code, "details": {"is_kraft_controller": kraft, "partitions": 0}, **common}
 
 
-def _alter_partition(j: Column) -> Column:
-    rq = j["request"]
+def _alter_partition(j: dict) -> Iterator[Event]:
+    rq = j.get("request")
     # a topics entry names its topic by topicName (AlterPartition v0-1), name (AlterIsr) or topicId (v2+)
-    req_all = _flatten(rq["topics"], "partitions", ("topicName", "name"), "topicId")
-    resp = _flatten(j["response"]["topics"], "partitions", ("topicName", "name"), "topicId")
-
-    def one(q: Column) -> Column:
-        p = q["p"]
-        r = _first(
-            resp,
-            lambda x: _same_topic(x.t_name, x.t_id, q.t_name, q.t_id)
-            & (x.p["partitionIndex"] == p["partitionIndex"]),
-        )["p"]
-        with_epochs = p["newIsrWithEpochs"]
-        isr = F.coalesce(F.transform(with_epochs, lambda b: b["brokerId"]), p["newIsr"])
-        isr_epochs = F.coalesce(
-            F.transform(with_epochs, lambda b: b["brokerEpoch"]),
-            F.transform(p["newIsr"], lambda _b: F.lit(-1).cast("bigint")),
-        )
-        ok = r["errorCode"] == 0
-        return _partition_event(
-            topic=q.t_name,
-            topic_id=q.t_id,
-            partition=p["partitionIndex"],
-            error_code=r["errorCode"],
-            broker_id=rq["brokerId"],
-            broker_epoch=_nonneg(rq["brokerEpoch"]),
-            isr=isr,
-            isr_broker_epochs=isr_epochs,
-            # the committed state: matched to the controller's commit by its partition epoch
-            partition_epoch=F.when(ok, F.coalesce(r["partitionEpoch"], r["currentIsrVersion"])),
-            leader_epoch=F.when(ok, r["leaderEpoch"]),
-            leader=F.when(ok, r["leaderId"]),
-            details=_details(
-                request_leader_epoch=p["leaderEpoch"],
-                request_partition_epoch=F.coalesce(p["partitionEpoch"], p["currentIsrVersion"]),
-                committed_isr=F.when(ok, F.array_join(r["isr"], ",")),
-                leader_recovery_state=p["leaderRecoveryState"],
-                with_broker_epochs=with_epochs.isNotNull(),
-            ),
-        )
-
-    return F.transform(req_all, one)
+    names = ("topicName", "name")
+    resp = _TopicIndex(list(_flatten(_get(j, "response", "topics"), "partitions", names, "topicId")),
+                       "partitionIndex")
+    broker_id, broker_epoch = _get(rq, "brokerId"), _nonneg(_get(rq, "brokerEpoch"))
+    for name, tid, p in _flatten(_get(rq, "topics"), "partitions", names, "topicId"):
+        r = resp.first(name, tid, p.get("partitionIndex"))
+        with_epochs = p.get("newIsrWithEpochs")
+        new_isr = p.get("newIsr")
+        if with_epochs is not None:
+            isr = [_get(b, "brokerId") for b in with_epochs]
+            isr_epochs = [_get(b, "brokerEpoch") for b in with_epochs]
+        else:
+            isr = new_isr
+            isr_epochs = None if new_isr is None else [-1] * len(new_isr)
+        # the committed state: matched to the controller's commit by its partition epoch
+        ok = r.get("errorCode") == 0
+        yield {
+            "topic": name, "topic_id": tid, "partition": p.get("partitionIndex"), "error_code": r.get("errorCode"),
+            "broker_id": broker_id, "broker_epoch": broker_epoch, "isr": isr, "isr_broker_epochs": isr_epochs,
+            "partition_epoch": _coalesce(r.get("partitionEpoch"), r.get("currentIsrVersion")) if ok else None,
+            "leader_epoch": r.get("leaderEpoch") if ok else None, "leader": r.get("leaderId") if ok else None,
+            "details": {
+                "request_leader_epoch": p.get("leaderEpoch"),
+                "request_partition_epoch": _coalesce(p.get("partitionEpoch"), p.get("currentIsrVersion")),
+                "committed_isr": _join(r.get("isr")) if ok else None,
+                "leader_recovery_state": p.get("leaderRecoveryState"), "with_broker_epochs": with_epochs is not None,
+            },
+        }
 
 
-def _error_name(code: Column) -> Column:
-    names = F.create_map(*[x for k, v in ERROR_NAMES.items() for x in (F.lit(k), F.lit(v))])
-    return F.when(code.isNull(), None).otherwise(
-        F.coalesce(F.try_element_at(names, code), F.concat(F.lit("UNKNOWN_ERROR_CODE_"), code.cast("string")))
+def _api_events(api: str, j: dict, version: Any) -> Iterator[Event]:
+    if api == "PRODUCE":
+        return _produce(j)
+    if api == "FETCH":
+        return _fetch(j)
+    if api == "STOP_REPLICA":
+        return _stop_replica(j, version)
+    if api == "LEADER_AND_ISR":
+        return _leader_and_isr(j)
+    if api == "UPDATE_METADATA":
+        return _update_metadata(j)
+    return _alter_partition(j)  # ALTER_PARTITION, ALTER_ISR
+
+
+def _error_name(code: int | None) -> str | None:
+    if code is None:
+        return None
+    return ERROR_NAMES.get(code) or f"UNKNOWN_ERROR_CODE_{code}"
+
+
+def _try_int(text: str, limit: int) -> int | None:
+    """``try_cast`` of a ``-?\\d+`` capture ("" when absent)."""
+    if not text or len(text.lstrip("-").lstrip("0")) > 20:  # beyond int64 (and int() refuses thousands)
+        return None
+    value = int(text)
+    return value if -limit <= value < limit else None
+
+
+def parse_record(record: Row) -> Iterable[Row]:
+    """One ``Completed request:`` record -> its request_* events (one per partition), a malformed row,
+    or nothing (an API not read here). Spark: :func:`parse_request_log`."""
+    msg = record.get("message")
+    if msg is None or not msg.startswith(PREFIX):
+        return
+    is_json = msg.startswith(_JSON_PREFIX)
+    header_match = None if is_json else _TEXT_HEADER.search(msg)
+    if is_json:
+        found = _API_NAME.search(msg)
+        api = found.group(1) if found else ""
+    else:
+        api = header_match.group(1) if header_match else ""
+    # A line cut short (lost its "(logger)" tail, or its JSON does not close) is malformed whatever
+    # its API: counting it irrelevant would hide the loss.
+    truncated = record.get("logger") is None or (is_json and not msg.rstrip(" ").endswith("}"))
+    ours = api in API_EVENT_TYPES
+    if not ours and not truncated:
+        return
+    j: dict = {}
+    corrupt = False
+    if is_json and ours:
+        body = msg[len(PREFIX):]
+        j, corrupt = from_json(body, _CONVERTERS[api]) or jackson_from_json(body, SCHEMAS[api])
+    header = j.get("requestHeader")
+    malformed = truncated or (is_json and (corrupt or header is None))
+    if is_json:
+        api_version, correlation_id = _get(header, "requestApiVersion"), _get(header, "correlationId")
+    else:
+        groups = header_match.groups() if header_match else ("", "", "", "")
+        api_version, correlation_id = _try_int(groups[1], _INT32), _try_int(groups[3], _INT64)
+    top = None if api == "PRODUCE" else _get(j, "response", "errorCode")
+    if malformed:
+        # A cut line of an API we parse keeps the JSON parser's verdict; others are named truncated.
+        reason = "truncated request-log line" if truncated and not ours else "unparseable request-log JSON"
+        events: Iterable[Event] = ({"details": {"reason": reason}},)
+    elif not is_json:
+        events = ({"details": {}},)
+    else:
+        events = _api_events(api, j, api_version)
+    base = {name: record.get(name) for name in _PROVENANCE}
+    base.update(
+        event_type=MALFORMED if malformed else API_EVENT_TYPES[api],
+        kafka_version_hint="2.8+" if is_json else "2.6-2.7",
+        api_key=api, api_version=api_version, correlation_id=correlation_id,
     )
+    extra = {
+        "top_error_code": _text(top),
+        "client_id": _get(header, "clientId"),
+        "format": None if is_json else "text",
+        "text_client_id": None if is_json else (header_match.group(3) if header_match else ""),
+    }
+    for sub_index, e in enumerate(events):
+        # a partition absent from the response's error list inherits a whole-request refusal
+        code = _coalesce(e.get("error_code"), top if top is not None and top != 0 else None)
+        details = {"error_code": _text(code), **extra}
+        for k, v in e["details"].items():
+            if k != "format":
+                details[k] = _text(v)
+        row = dict(base, **e)
+        row["sub_index"] = sub_index
+        row["broker_id"] = _coalesce(e.get("broker_id"), record.get("host_id"))
+        row["error"] = None if malformed else _error_name(code)
+        row["details"] = {k: v for k, v in details.items() if v is not None}
+        yield row
 
 
 def parse_request_log(records: DataFrame) -> DataFrame:
@@ -409,121 +447,4 @@ def parse_request_log(records: DataFrame) -> DataFrame:
     Rules served: KIP-570 StopReplica fencing, controller-epoch fencing, KIP-903 AlterPartition
     broker epochs, fetch high watermarks for catch-up, produce acceptance (see the module docstring).
     """
-    msg = F.col("message")
-    candidates = records.where(msg.startswith(PREFIX))
-    is_json = msg.startswith(PREFIX + "{")
-    # cheap name test before any JSON parsing: only our APIs are parsed at all
-    api = F.when(is_json, F.regexp_extract(msg, r'"requestApiKeyName":"([A-Z_]+)"', 1)).otherwise(
-        F.regexp_extract(msg, _TEXT_HEADER, 1)
-    )
-    # A line cut short (lost its "(logger)" tail, or its JSON does not close) is malformed whatever
-    # its API: counting it irrelevant would hide the loss.
-    truncated = F.col("logger").isNull() | (is_json & ~F.rtrim(msg).endswith("}"))
-    ours = candidates.withColumn("_api", api).withColumn("_truncated", truncated).where(
-        F.col("_api").isin(*API_EVENT_TYPES) | F.col("_truncated")
-    )
-    body = F.substring(msg, len(PREFIX) + 1, 1 << 30)
-    opts = {"columnNameOfCorruptRecord": "_corrupt_record", "mode": "PERMISSIVE"}
-    parsed = ours.select(
-        "*",
-        F.when(is_json, F.lit("json")).otherwise(F.lit("text")).alias("_format"),
-        *[
-            F.when(is_json & (F.col("_api") == name), F.from_json(body, schema, opts)).alias(f"_j_{name}")
-            for name, schema in SCHEMAS.items()
-        ],
-    )
-
-    def j(name: str) -> Column:
-        return F.col(f"_j_{name}")
-
-    header = F.coalesce(*[j(n)["requestHeader"] for n in SCHEMAS])
-    corrupt = F.coalesce(*[j(n)["_corrupt_record"] for n in SCHEMAS])
-    version = header["requestApiVersion"]
-    top_error = F.coalesce(*[j(n)["response"]["errorCode"] for n in SCHEMAS if n != "PRODUCE"])
-    events = (
-        F.when(F.col("_api") == "PRODUCE", _produce(j("PRODUCE")))
-        .when(F.col("_api") == "FETCH", _fetch(j("FETCH")))
-        .when(F.col("_api") == "STOP_REPLICA", _stop_replica(j("STOP_REPLICA"), version))
-        .when(F.col("_api") == "LEADER_AND_ISR", _leader_and_isr(j("LEADER_AND_ISR")))
-        .when(F.col("_api") == "UPDATE_METADATA", _update_metadata(j("UPDATE_METADATA")))
-        .when(F.col("_api") == "ALTER_PARTITION", _alter_partition(j("ALTER_PARTITION")))
-        .when(F.col("_api") == "ALTER_ISR", _alter_partition(j("ALTER_ISR")))
-        .cast(f"array<{EVENT_STRUCT_TYPE}>")
-    )
-    text_event = F.array(_partition_event(details=_details(format=F.lit("text"))))
-    malformed = F.col("_truncated") | (F.col("_format") == "json") & (corrupt.isNotNull() | header.isNull())
-    # A cut line of an API we parse keeps the JSON parser's verdict; others are named truncated.
-    malformed_reason = F.when(
-        F.col("_truncated") & ~F.col("_api").isin(*API_EVENT_TYPES), F.lit("truncated request-log line")
-    ).otherwise(F.lit("unparseable request-log JSON"))
-    staged = parsed.select(
-        "*",
-        malformed.alias("_malformed"),
-        F.when(F.col("_format") == "json", header["requestApiVersion"])
-        .otherwise(F.regexp_extract(msg, _TEXT_HEADER, 2).try_cast("int"))
-        .alias("_api_version"),
-        F.when(F.col("_format") == "json", header["correlationId"])
-        .otherwise(F.regexp_extract(msg, _TEXT_HEADER, 4).try_cast("long"))
-        .cast("long")
-        .alias("_correlation_id"),
-        top_error.alias("_top_error"),
-        F.when(malformed, F.array(_partition_event(details=_details(reason=malformed_reason))))
-        .when(F.col("_format") == "text", text_event)
-        .otherwise(events)
-        .alias("_events"),
-    )
-    # posexplode_outer + filter, not posexplode: for a plain explode the optimizer infers
-    # size(_events) > 0 and pushes it below the projections, inlining the whole events
-    # expression (and one from_json per field reference) into a Filter: ~15x slower.
-    exploded = staged.select("*", F.posexplode_outer("_events").alias("sub_index", "e")).where(
-        F.col("sub_index").isNotNull()
-    )
-    e = F.col("e")
-    top = F.col("_top_error")
-    # a partition absent from the response's error list inherits a whole-request refusal
-    code = F.coalesce(e["error_code"], F.when(top != 0, top))
-    event_type = F.when(F.col("_malformed"), F.lit(MALFORMED))
-    for name, etype in API_EVENT_TYPES.items():
-        event_type = event_type.when(F.col("_api") == name, F.lit(etype))
-    extra = F.create_map(
-        F.lit("error_code"), code.cast("string"),
-        F.lit("top_error_code"), top.cast("string"),
-        F.lit("client_id"), header["clientId"],
-        F.lit("format"), F.when(F.col("_format") == "text", F.lit("text")),
-        F.lit("text_client_id"), F.when(F.col("_format") == "text", F.regexp_extract(msg, _TEXT_HEADER, 3)),
-    )
-    details = F.map_filter(
-        F.map_concat(extra, F.map_filter(F.coalesce(e["details"], F.create_map().cast("map<string,string>")),
-                                         lambda k, _v: ~k.isin("format"))),
-        lambda _k, v: v.isNotNull(),
-    )
-    return exploded.select(
-        "file_id",
-        "source_file",
-        "cluster_id",
-        "host_id",
-        "file_order",
-        "log_kind",
-        "line_number",
-        F.col("sub_index").cast("int").alias("sub_index"),
-        event_type.alias("event_type"),
-        "event_time",
-        "level",
-        "logger",
-        "raw",
-        F.when(F.col("_format") == "text", F.lit("2.6-2.7")).otherwise(F.lit("2.8+")).alias("kafka_version_hint"),
-        F.col("_api").alias("api_key"),
-        F.col("_api_version").alias("api_version"),
-        F.col("_correlation_id").alias("correlation_id"),
-        F.coalesce(e["broker_id"], F.col("host_id")).alias("broker_id"),
-        e["topic"].alias("topic"),
-        e["topic_id"].alias("topic_id"),
-        e["partition"].alias("partition"),
-        F.when(~F.col("_malformed"), _error_name(code)).alias("error"),
-        *[
-            e[n].alias(n)
-            for n, _ in EVENT_FIELDS
-            if n not in {"topic", "topic_id", "partition", "error_code", "broker_id", "details"}
-        ],
-        details.alias("details"),
-    )
+    return map_rows(records, parse_record)

@@ -1,6 +1,10 @@
-"""The Kafka request log's JSON (reference §5): the APIs read, error names, and one explicit
-``from_json`` schema per API (every version's fields), plus the per-partition event struct the
-request log parser builds for every API."""
+"""The Kafka request log's JSON (reference §5): the APIs read, error names, and one explicit schema
+per API (every version's fields), read as Spark's ``from_json`` would read it (see
+:mod:`epoch_audit.bronze.parsers.request_log_json`).
+
+Schema notation: a struct is a dict of field -> type, an array a one-element list of its element
+type, a leaf one of ``int`` (int32), ``bigint``, ``string``, ``boolean``. JSON keys outside the
+schema are skipped; a field of the schema absent from a version's JSON reads as null."""
 
 from __future__ import annotations
 
@@ -58,126 +62,107 @@ ERROR_NAMES: dict[int, str] = {
     120: "TRANSACTION_ABORTABLE",
 }
 
-_HEADER = (
-    "requestHeader struct<requestApiKey:int,requestApiVersion:int,correlationId:int,clientId:string,"
-    "requestApiKeyName:string>"
-)
-_CORRUPT = "_corrupt_record string"
-_LEADER = "currentLeader struct<leaderId:int,leaderEpoch:int>"
-_LAI_STATE = (
-    "struct<topicName:string,partitionIndex:int,controllerEpoch:int,leader:int,leaderEpoch:int,isr:array<int>,"
-    "zkVersion:int,partitionEpoch:int,replicas:array<int>,addingReplicas:array<int>,"
-    "removingReplicas:array<int>,isNew:boolean,leaderRecoveryState:int>"
-)
-_UM_STATE = (
-    "struct<topicName:string,partitionIndex:int,controllerEpoch:int,leader:int,leaderEpoch:int,isr:array<int>,"
-    "zkVersion:int,replicas:array<int>,offlineReplicas:array<int>>"
-)
-_AP_PART = (
-    "struct<partitionIndex:int,errorCode:int,leaderId:int,leaderEpoch:int,newIsr:array<int>,"
-    "newIsrWithEpochs:array<struct<brokerId:int,brokerEpoch:bigint>>,isr:array<int>,leaderRecoveryState:int,"
-    "partitionEpoch:int,currentIsrVersion:int>"
-)
-_CONTROLLER_FIELDS = "controllerId:int,isKRaftController:boolean,controllerEpoch:int,brokerEpoch:bigint"
+_I, _L, _S, _B = "int", "bigint", "string", "boolean"
+_HEADER = {"requestApiKey": _I, "requestApiVersion": _I, "correlationId": _I, "clientId": _S, "requestApiKeyName": _S}
+_LEADER = {"leaderId": _I, "leaderEpoch": _I}
+_LAI_STATE = {
+    "topicName": _S, "partitionIndex": _I, "controllerEpoch": _I, "leader": _I, "leaderEpoch": _I, "isr": [_I],
+    "zkVersion": _I, "partitionEpoch": _I, "replicas": [_I], "addingReplicas": [_I], "removingReplicas": [_I],
+    "isNew": _B, "leaderRecoveryState": _I,
+}
+_UM_STATE = {
+    "topicName": _S, "partitionIndex": _I, "controllerEpoch": _I, "leader": _I, "leaderEpoch": _I, "isr": [_I],
+    "zkVersion": _I, "replicas": [_I], "offlineReplicas": [_I],
+}
+_AP_PART = {
+    "partitionIndex": _I, "errorCode": _I, "leaderId": _I, "leaderEpoch": _I, "newIsr": [_I],
+    "newIsrWithEpochs": [{"brokerId": _I, "brokerEpoch": _L}], "isr": [_I], "leaderRecoveryState": _I,
+    "partitionEpoch": _I, "currentIsrVersion": _I,
+}
+_CONTROLLER_FIELDS = {"controllerId": _I, "isKRaftController": _B, "controllerEpoch": _I, "brokerEpoch": _L}
+_AP_TOPICS = [{"topicName": _S, "name": _S, "topicId": _S, "partitions": [_AP_PART]}]
 
 # One explicit schema per API (fields of every version; JSON keys absent in a version -> null).
-SCHEMAS: dict[str, str] = {
-    "PRODUCE": ", ".join(
-        [
-            _HEADER,
-            "request struct<transactionalId:string,acks:int,timeoutMs:int,topicData:array<struct<name:string,"
-            "topicId:string,partitionData:array<struct<index:int,recordsSizeInBytes:int>>>>>",
-            "response struct<responses:array<struct<name:string,topicId:string,partitionResponses:array<"
-            "struct<index:int,errorCode:int,baseOffset:bigint,logAppendTimeMs:bigint,logStartOffset:bigint,"
-            f"errorMessage:string,{_LEADER.replace(' ', ':', 1)}>>>>,throttleTimeMs:int>",
-            _CORRUPT,
-        ]
-    ),
-    "FETCH": ", ".join(
-        [
-            _HEADER,
-            "request struct<replicaId:int,replicaState:struct<replicaId:int,replicaEpoch:bigint>,maxWaitMs:int,"
-            "sessionId:int,sessionEpoch:int,topics:array<struct<topic:string,topicId:string,partitions:array<"
-            "struct<partition:int,currentLeaderEpoch:int,fetchOffset:bigint,lastFetchedEpoch:int,"
-            "logStartOffset:bigint,partitionMaxBytes:int>>>>>",
-            "response struct<errorCode:int,sessionId:int,responses:array<struct<topic:string,topicId:string,"
-            "partitions:array<struct<partitionIndex:int,errorCode:int,highWatermark:bigint,lastStableOffset:bigint,"
-            "logStartOffset:bigint,divergingEpoch:struct<epoch:int,endOffset:bigint>,"
-            f"{_LEADER.replace(' ', ':', 1)},preferredReadReplica:int,recordsSizeInBytes:int>>>>>",
-            _CORRUPT,
-        ]
-    ),
-    "STOP_REPLICA": ", ".join(
-        [
-            _HEADER,
-            f"request struct<{_CONTROLLER_FIELDS},deletePartitions:boolean,"
-            "ungroupedPartitions:array<struct<topicName:string,partitionIndex:int>>,"
-            "topics:array<struct<name:string,partitionIndexes:array<int>>>,"
-            "topicStates:array<struct<topicName:string,partitionStates:array<struct<partitionIndex:int,"
-            "leaderEpoch:int,deletePartition:boolean>>>>>",
-            "response struct<errorCode:int,partitionErrors:array<struct<topicName:string,partitionIndex:int,"
-            "errorCode:int>>>",
-            _CORRUPT,
-        ]
-    ),
-    "LEADER_AND_ISR": ", ".join(
-        [
-            _HEADER,
-            f"request struct<{_CONTROLLER_FIELDS},type:int,ungroupedPartitionStates:array<{_LAI_STATE}>,"
-            f"topicStates:array<struct<topicName:string,topicId:string,partitionStates:array<{_LAI_STATE}>>>>",
-            "response struct<errorCode:int,partitionErrors:array<struct<topicName:string,partitionIndex:int,"
-            "errorCode:int>>,topics:array<struct<topicId:string,partitionErrors:array<struct<partitionIndex:int,"
-            "errorCode:int>>>>>",
-            _CORRUPT,
-        ]
-    ),
-    "UPDATE_METADATA": ", ".join(
-        [
-            _HEADER,
-            f"request struct<{_CONTROLLER_FIELDS},ungroupedPartitionStates:array<{_UM_STATE}>,"
-            f"topicStates:array<struct<topicName:string,topicId:string,partitionStates:array<{_UM_STATE}>>>>",
-            "response struct<errorCode:int>",
-            _CORRUPT,
-        ]
-    ),
-    "ALTER_PARTITION": ", ".join(
-        [
-            _HEADER,
-            "request struct<brokerId:int,brokerEpoch:bigint,topics:array<struct<topicName:string,name:string,"
-            f"topicId:string,partitions:array<{_AP_PART}>>>>",
-            "response struct<errorCode:int,topics:array<struct<topicName:string,name:string,topicId:string,"
-            f"partitions:array<{_AP_PART}>>>>",
-            _CORRUPT,
-        ]
-    ),
+SCHEMAS: dict[str, dict] = {
+    "PRODUCE": {
+        "requestHeader": _HEADER,
+        "request": {
+            "transactionalId": _S, "acks": _I, "timeoutMs": _I,
+            "topicData": [{"name": _S, "topicId": _S, "partitionData": [{"index": _I, "recordsSizeInBytes": _I}]}],
+        },
+        "response": {
+            "responses": [{
+                "name": _S, "topicId": _S,
+                "partitionResponses": [{
+                    "index": _I, "errorCode": _I, "baseOffset": _L, "logAppendTimeMs": _L, "logStartOffset": _L,
+                    "errorMessage": _S, "currentLeader": _LEADER,
+                }],
+            }],
+            "throttleTimeMs": _I,
+        },
+    },
+    "FETCH": {
+        "requestHeader": _HEADER,
+        "request": {
+            "replicaId": _I, "replicaState": {"replicaId": _I, "replicaEpoch": _L}, "maxWaitMs": _I,
+            "sessionId": _I, "sessionEpoch": _I,
+            "topics": [{
+                "topic": _S, "topicId": _S,
+                "partitions": [{
+                    "partition": _I, "currentLeaderEpoch": _I, "fetchOffset": _L, "lastFetchedEpoch": _I,
+                    "logStartOffset": _L, "partitionMaxBytes": _I,
+                }],
+            }],
+        },
+        "response": {
+            "errorCode": _I, "sessionId": _I,
+            "responses": [{
+                "topic": _S, "topicId": _S,
+                "partitions": [{
+                    "partitionIndex": _I, "errorCode": _I, "highWatermark": _L, "lastStableOffset": _L,
+                    "logStartOffset": _L, "divergingEpoch": {"epoch": _I, "endOffset": _L}, "currentLeader": _LEADER,
+                    "preferredReadReplica": _I, "recordsSizeInBytes": _I,
+                }],
+            }],
+        },
+    },
+    "STOP_REPLICA": {
+        "requestHeader": _HEADER,
+        "request": {
+            **_CONTROLLER_FIELDS, "deletePartitions": _B,
+            "ungroupedPartitions": [{"topicName": _S, "partitionIndex": _I}],
+            "topics": [{"name": _S, "partitionIndexes": [_I]}],
+            "topicStates": [{
+                "topicName": _S,
+                "partitionStates": [{"partitionIndex": _I, "leaderEpoch": _I, "deletePartition": _B}],
+            }],
+        },
+        "response": {"errorCode": _I, "partitionErrors": [{"topicName": _S, "partitionIndex": _I, "errorCode": _I}]},
+    },
+    "LEADER_AND_ISR": {
+        "requestHeader": _HEADER,
+        "request": {
+            **_CONTROLLER_FIELDS, "type": _I, "ungroupedPartitionStates": [_LAI_STATE],
+            "topicStates": [{"topicName": _S, "topicId": _S, "partitionStates": [_LAI_STATE]}],
+        },
+        "response": {
+            "errorCode": _I,
+            "partitionErrors": [{"topicName": _S, "partitionIndex": _I, "errorCode": _I}],
+            "topics": [{"topicId": _S, "partitionErrors": [{"partitionIndex": _I, "errorCode": _I}]}],
+        },
+    },
+    "UPDATE_METADATA": {
+        "requestHeader": _HEADER,
+        "request": {
+            **_CONTROLLER_FIELDS, "ungroupedPartitionStates": [_UM_STATE],
+            "topicStates": [{"topicName": _S, "topicId": _S, "partitionStates": [_UM_STATE]}],
+        },
+        "response": {"errorCode": _I},
+    },
+    "ALTER_PARTITION": {
+        "requestHeader": _HEADER,
+        "request": {"brokerId": _I, "brokerEpoch": _L, "topics": _AP_TOPICS},
+        "response": {"errorCode": _I, "topics": _AP_TOPICS},
+    },
 }
 SCHEMAS["ALTER_ISR"] = SCHEMAS["ALTER_PARTITION"]
-
-# The per-partition event struct every API branch builds (same field order and types).
-EVENT_FIELDS: list[tuple[str, str]] = [
-    ("topic", "string"),
-    ("topic_id", "string"),
-    ("partition", "int"),
-    ("error_code", "int"),
-    ("controller_id", "int"),
-    ("controller_epoch", "int"),
-    ("state_controller_epoch", "int"),
-    ("leader", "int"),
-    ("leader_epoch", "int"),
-    ("current_leader_epoch", "int"),
-    ("partition_epoch", "int"),
-    ("isr", "array<int>"),
-    ("replicas", "array<int>"),
-    ("adding_replicas", "array<int>"),
-    ("removing_replicas", "array<int>"),
-    ("isr_broker_epochs", "array<bigint>"),
-    ("replica_id", "int"),
-    ("broker_id", "int"),
-    ("broker_epoch", "bigint"),
-    ("offset", "bigint"),
-    ("high_watermark", "bigint"),
-    ("log_start_offset", "bigint"),
-    ("delete_partition", "boolean"),
-    ("details", "map<string,string>"),
-]
-EVENT_STRUCT_TYPE = "struct<" + ",".join(f"{n}:{t}" for n, t in EVENT_FIELDS) + ">"
