@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 import hashlib
+from itertools import groupby
 
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
+from pyspark.sql.types import (
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
 
-from epoch_audit.bronze.records import frame_log_lines
+from epoch_audit.bronze.framing import MarkedLine, frame_lines, mark, record_row, redact
 
 LINE_SCHEMA = StructType(
     [
@@ -44,6 +52,59 @@ def lines_from_text(
     return spark.createDataFrame(rows, LINE_SCHEMA)
 
 
+RECORD_SCHEMA = StructType(
+    [
+        StructField("file_id", StringType()),
+        StructField("source_file", StringType()),
+        StructField("cluster_id", StringType()),
+        StructField("host_id", IntegerType()),
+        StructField("file_order", LongType()),
+        StructField("log_kind", StringType()),
+        StructField("line_number", LongType()),
+        StructField("line_count", LongType()),
+        StructField("event_time", TimestampType()),
+        StructField("level", StringType()),
+        StructField("logger", StringType()),
+        StructField("thread", StringType()),
+        StructField("message", StringType()),
+        StructField("text", StringType()),
+        StructField("raw", StringType()),
+        StructField("line_format", StringType()),
+        StructField("shard", IntegerType()),
+        StructField("src_loc", StringType()),
+        StructField("problem", StringType()),
+    ]
+)
+FRAMING_SCHEMA = "file_id string, line_number long, record_line long, line_format string"
+
+
+def frame_log_lines(lines: DataFrame, source_time_zone: str = "UTC") -> tuple[DataFrame, DataFrame]:
+    """Physical log lines -> (records, framing) with the ingest pass's framing
+    (``epoch_audit.bronze.framing``): records as the parsers read them, and per line the line
+    number of its record's start (null: an orphan before any start) and its start format."""
+    spark = lines.sparkSession
+    rows = sorted((r.asDict() for r in lines.collect()), key=lambda r: (r["file_id"], r["line_number"]))
+    records, framing = [], []
+    for _, file_lines in groupby(rows, key=lambda r: r["file_id"]):
+        file_lines = list(file_lines)
+        provenance = {k: file_lines[0][k] for k in ("file_id", "source_file", "cluster_id", "host_id",
+                                                     "file_order", "log_kind")}
+        marked = []
+        for line in file_lines:
+            inner, fmt, found = mark(redact(line["text"])[0])
+            marked.append(MarkedLine(line["line_number"], inner, fmt, found))
+        for item in frame_lines(iter(marked)):
+            if isinstance(item, MarkedLine):
+                framing.append((provenance["file_id"], item.line_number, None, None))
+                continue
+            records.append(record_row(item, provenance, source_time_zone))
+            start = item.start
+            framing.append((provenance["file_id"], start.line_number, start.line_number, start.line_format))
+            framing += [(provenance["file_id"], n, start.line_number, None) for n in item.continuation_lines]
+    record_rows = [tuple(r[f.name] for f in RECORD_SCHEMA.fields) for r in records]
+    return spark.createDataFrame(record_rows, RECORD_SCHEMA), spark.createDataFrame(framing, FRAMING_SCHEMA)
+
+
 def records_from_text(
     spark: SparkSession,
     text: str,
@@ -56,9 +117,7 @@ def records_from_text(
     """Log records framed from ``text`` (wrappers stripped, continuation lines attached)."""
     lines = lines_from_text(spark, text, source_file, host_id, cluster_id, log_kind)
     records, _ = frame_log_lines(lines, source_time_zone)
-    # Collected and re-created (test text is small): a parser's plan on top of the framing plan
-    # takes Catalyst half a minute to optimise; on a local relation, a few seconds.
-    return spark.createDataFrame(records.collect(), records.schema)
+    return records
 
 
 def release_spark_memory(spark: SparkSession) -> None:

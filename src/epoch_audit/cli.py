@@ -123,14 +123,23 @@ def input_window(since: str | None, date: str | None) -> tuple[float | None, flo
     return None, None
 
 
+def _import_in_background(stages: list[str]) -> None:
+    """Import the later stages' modules while the JVM starts: Great Expectations alone takes
+    seconds to import, and a Spark session takes seconds to start; they need not add up."""
+    import threading
+
+    def load() -> None:
+        import epoch_audit.stages.pipeline  # noqa: F401  (every stage, validation's GX included)
+
+    threading.Thread(target=load, name="import-stages", daemon=True).start()
+
+
 def _run_pipeline(args: argparse.Namespace, stages: list[str]) -> tuple[int, dict[str, Any]]:
     import datetime as dt
 
     from epoch_audit.config import load_config
     from epoch_audit.lake.storage import crash_point, open_storage
     from epoch_audit.spark import get_spark
-    from epoch_audit.stages.pipeline import INGEST, STAGES
-    from epoch_audit.stages.state import record_run
 
     started_at = dt.datetime.now(dt.UTC).replace(tzinfo=None)
     window = input_window(getattr(args, "since", None), getattr(args, "date", None))
@@ -143,8 +152,12 @@ def _run_pipeline(args: argparse.Namespace, stages: list[str]) -> tuple[int, dic
         from epoch_audit.bronze.discover import discover
 
         discover(args.input)  # bad paths fail here, before Spark starts
+    _import_in_background(stages)
     spark = get_spark(config.spark.master, config.spark.driver_memory, config.spark.conf)
     storage = open_storage(spark, args.lake, config.storage.engine)
+    from epoch_audit.stages.pipeline import INGEST, STAGES
+    from epoch_audit.stages.state import record_run
+
     summary: dict[str, Any] = {"run_id": run_id, "lake": args.lake, "engine": storage.engine, "stages": {}}
     exit_code = EXIT_OK
     for stage in stages:

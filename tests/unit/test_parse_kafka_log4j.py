@@ -15,9 +15,8 @@ import pytest
 
 from epoch_audit.bronze.parsers import MALFORMED, finish_events
 from epoch_audit.bronze.parsers.kafka_log4j import TEMPLATE_TABLE, TEMPLATES, parse_kafka_log4j
-from epoch_audit.bronze.records import frame_log_lines
 from epoch_audit.contracts.events import EVENT_COLUMNS, EVENT_TYPES
-from tests.helpers import LINE_SCHEMA
+from tests.helpers import LINE_SCHEMA, frame_log_lines
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "kafka"
 HOST = 7  # host id from the path; every line here names its broker itself unless stated

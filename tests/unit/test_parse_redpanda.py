@@ -9,9 +9,8 @@ import pytest
 
 from epoch_audit.bronze.parsers import finish_events
 from epoch_audit.bronze.parsers.redpanda import parse_redpanda
-from epoch_audit.bronze.records import frame_log_lines
 from epoch_audit.contracts.events import EVENT_SCHEMA, EVENT_TYPES
-from tests.helpers import lines_from_text
+from tests.helpers import frame_log_lines, lines_from_text
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "redpanda"
 FILES = ["v22_1.log", "v22_3.log", "v23_2.log", "v24_1.log", "v25_1.log"]

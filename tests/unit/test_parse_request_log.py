@@ -9,9 +9,8 @@ import pytest
 
 from epoch_audit.bronze.parsers import MALFORMED, finish_events
 from epoch_audit.bronze.parsers.request_log import parse_request_log
-from epoch_audit.bronze.records import frame_log_lines
 from epoch_audit.contracts.events import EVENT_SCHEMA, EVENT_TYPES
-from tests.helpers import lines_from_text
+from tests.helpers import frame_log_lines, lines_from_text
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "request"
 FILES = ["reference_3x.log", "variants.log"]
@@ -211,7 +210,7 @@ def test_common_columns(events):
 def test_strimzi_log4j2_short_logger_routes_to_the_request_parser(spark):
     """§8 Strimzi log4j2 pattern ``%c{1}:%L - %m``: kafka.request.logger and state.change.logger both
     print as ``logger``; a ``Completed request:`` message still reaches the request-log parser."""
-    from epoch_audit.bronze.parsers.dispatch import record_parser_outputs
+    from epoch_audit.bronze.single_pass import parse_record
     from tests.helpers import records_from_text
 
     request = (FIXTURES / "reference_3x.log").read_text().splitlines()[1]  # STOP_REPLICA v4, refused with 74
@@ -223,6 +222,7 @@ def test_strimzi_log4j2_short_logger_routes_to_the_request_parser(spark):
     ])
     records = records_from_text(spark, text, source_file="cluster=c1/broker-1/kafka-request.log")
     assert [r["logger"] for r in records.orderBy("line_number").collect()] == ["logger", "logger"]
-    got = {name: [(r["line_number"], r["event_type"]) for r in df.collect()] for name, df in record_parser_outputs(records)}
-    assert got["parse_request_log"] == [(1, "request_stop_replica")]
-    assert got["parse_kafka_log4j"] == [(2, "leader_and_isr_request")]
+    got = [(r["line_number"], r["event_type"]) for rec in records.orderBy("line_number").collect()
+           for r in parse_record(rec.asDict())]
+    # the request-log parser read line 1, the log4j parser line 2
+    assert got == [(1, "request_stop_replica"), (2, "leader_and_isr_request")]

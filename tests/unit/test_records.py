@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from epoch_audit.bronze.records import frame_log_lines
-from tests.helpers import lines_from_text, records_from_text
+from tests.helpers import frame_log_lines, lines_from_text, records_from_text
 
 KAFKA = (
     "[2024-02-10 17:01:12,500] INFO [Broker id=1] Handling LeaderAndIsr request correlationId 12 "

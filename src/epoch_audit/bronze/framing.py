@@ -1,12 +1,11 @@
 """Framing in Python: one file's physical lines -> log records, inside the single ingest pass.
 
-The same steps as the column expressions of :mod:`epoch_audit.bronze.records` (the reference for
-what each does, §8 of the format reference): redact secrets, strip the collector's wrapper, mark
-the lines that start a record (Kafka default / Strimzi / Strimzi log4j2 / Seastar / CSV export),
-attach every other line to the record above it, and split the first line into time, level,
-logger, thread and message. The patterns are the module constants of ``records``, compiled with
-Java's reading of ``.`` (no line terminator), ``$`` and ``\\d \\s \\w`` so both engines frame a
-hostile line alike.
+The steps :mod:`epoch_audit.bronze.records` describes (§8 of the format reference): redact
+secrets, strip the collector's wrapper, mark the lines that start a record (Kafka default /
+Strimzi / Strimzi log4j2 / Seastar / CSV export), attach every other line to the record above it,
+and split the first line into time, level, logger, thread and message. The patterns are the
+module constants of ``records``, compiled with Java's reading of ``.`` (no line terminator),
+``$`` and ``\\d \\s \\w`` so a hostile line is framed as the JVM framed it before the pass.
 """
 
 from __future__ import annotations
@@ -19,7 +18,7 @@ from functools import cache
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from epoch_audit.bronze.records import _SECRET_HINTS as SECRET_HINTS
+from epoch_audit.bronze.parsers.spark_strings import java_pattern
 from epoch_audit.bronze.records import (
     COMPOSE_PREFIX,
     CRI_PREFIX,
@@ -28,57 +27,14 @@ from epoch_audit.bronze.records import (
     JOURNALD_PREFIX,
     KAFKA_START,
     LOGGER_TAIL,
+    MULTI_LOGGER_TAIL,
     REDACTIONS,
     SEASTAR_SRC,
     SEASTAR_START,
+    SECRET_HINTS,
     STRIMZI2_START,
     STRIMZI_START,
 )
-
-# Java line terminators: ``.`` never matches them, ``$`` also matches before a final one.
-_JAVA_DOT = "[^\n\r\u0085\u2028\u2029]"
-_JAVA_END = "(?=(?:\r\n|[\n\r\u0085\u2028\u2029])?\\Z)"
-
-
-def _javaize(pattern: str) -> str:
-    """``pattern`` with Java's ``.`` and ``$`` (outside character classes, unless ``(?s)``)."""
-    dotall = pattern.startswith("(?s)")
-    out: list[str] = []
-    in_class = False
-    i = 0
-    while i < len(pattern):
-        ch = pattern[i]
-        if ch == "\\":
-            out.append(pattern[i:i + 2])
-            i += 2
-            continue
-        if in_class:
-            in_class = ch != "]"
-        elif ch == "[":
-            # a class: "[" with "^" and a literal "]" first copied as they are
-            head = 2 if pattern[i + 1:i + 2] == "^" else 1
-            head += 1 if pattern[i + head:i + head + 1] == "]" else 0
-            out.append(pattern[i:i + head])
-            i += head
-            in_class = True
-            continue
-        elif ch == "." and not dotall:
-            ch = _JAVA_DOT
-        elif ch == "$":
-            ch = _JAVA_END
-        out.append(ch)
-        i += 1
-    return "".join(out)
-
-
-@cache
-def java_pattern(pattern: str) -> re.Pattern[str]:
-    """A Spark (Java) regex compiled for Python with the same meaning on log text."""
-    flags = re.ASCII
-    if pattern.startswith("(?i)"):
-        pattern, flags = pattern[4:], flags | re.IGNORECASE
-    return re.compile(_javaize(pattern), flags)
-
 
 _REDACTIONS = [(java_pattern(p), r.replace("$1", "\\g<1>")) for p, r in REDACTIONS]
 _CR_END = java_pattern(r"\r$")
@@ -91,7 +47,7 @@ _STRIMZI = java_pattern(STRIMZI_START)
 _STRIMZI2 = java_pattern(STRIMZI2_START)
 _SEASTAR = java_pattern(SEASTAR_START)
 _TAIL = java_pattern(LOGGER_TAIL)
-_MULTI_TAIL = java_pattern(r"(?s)^(.*?) \(([^()\s]+)\)(?: \[([^\]]*)\])?(?:\n.*)?$")
+_MULTI_TAIL = java_pattern(MULTI_LOGGER_TAIL)
 _SRC = java_pattern(SEASTAR_SRC)
 
 

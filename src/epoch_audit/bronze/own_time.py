@@ -10,6 +10,7 @@ from pyspark.sql import functions as F
 
 from epoch_audit.contracts.events import (
     EVENT_CLASS_COLUMN,
+    EVENT_COLUMNS,
     EVENT_DATE_COLUMN,
     OWN_TIME_COLUMN,
     event_class,
@@ -43,6 +44,19 @@ def with_bronze_layout(
         EVENT_CLASS_COLUMN, event_class(F.col("event_type"))
     )
     return with_file_own_time(out, seeds or {})
+
+
+def layout_columns(existing_columns: list[str] | None) -> list[str]:
+    """The stored columns of bronze events (see :func:`with_bronze_layout` for old lakes)."""
+    layout = [EVENT_DATE_COLUMN, EVENT_CLASS_COLUMN, OWN_TIME_COLUMN]
+    if existing_columns is not None:
+        if EVENT_DATE_COLUMN not in existing_columns:
+            log.warning("bronze/events predates the %s partition: kept as it is", EVENT_DATE_COLUMN)
+            layout = []
+        elif EVENT_CLASS_COLUMN not in existing_columns:
+            log.warning("bronze/events predates the %s partition: kept as it is", EVENT_CLASS_COLUMN)
+            layout = [EVENT_DATE_COLUMN]
+    return [*EVENT_COLUMNS, *layout]
 
 
 def with_file_own_time(events: DataFrame, seeds: dict[str, int]) -> DataFrame:

@@ -1,18 +1,13 @@
-"""Executor-side reading: the new bytes of each planned file -> one row per physical line
-(``mapInArrow``, a few files per task), streamed block by block so memory stays bounded."""
+"""Executor-side reading: the new bytes of each planned file -> its physical lines, streamed
+block by block so memory stays bounded (the ingest pass, ``bronze.single_pass``, reads with it)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
-import pyarrow as pa
-import pyarrow.compute as pc
-from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
 
-from epoch_audit.bronze.discover import ReadTask
 from epoch_audit.bronze.gzip_prefix import GzipPrefix
-from epoch_audit.config import AppConfig
 
 # Where a line comes from: carried on every task and every line row.
 _PROVENANCE_FIELDS = [
@@ -34,20 +29,7 @@ TASK_SCHEMA = StructType(
     + [StructField("read_problem", StringType())]
 )
 
-LINES_SCHEMA = StructType(
-    _PROVENANCE_FIELDS
-    + [
-        StructField("line_number", LongType()),
-        StructField("text", StringType()),
-        StructField("line_chars", LongType()),
-        # why the file's data ends on this line (a truncated gzip): the line is quarantined with it
-        StructField("problem", StringType()),
-    ]
-)
-
-
 READ_BLOCK_BYTES = 8 << 20  # the reader streams files: memory stays bounded by blocks, not by file size
-BATCH_BYTES = 16 << 20  # an Arrow batch is cut at batch_lines lines or this many characters
 
 
 def task_lines(task: dict) -> Iterator[tuple[str, int, str | None]]:
@@ -96,72 +78,3 @@ def task_lines(task: dict) -> Iterator[tuple[str, int, str | None]]:
         yield line(carry, carry_dropped, problem)
     elif carry or carry_dropped:
         yield line(carry, carry_dropped)  # a last line without its final newline
-
-
-def _read_lines(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """mapInArrow body: stream each task's lines out as Arrow batches."""
-    arrow_schema = pa.schema(
-        [
-            ("file_id", pa.string()), ("source_file", pa.string()), ("file_name", pa.string()),
-            ("cluster_id", pa.string()), ("host_id", pa.int32()), ("file_order", pa.int64()),
-            ("log_kind", pa.string()), ("line_number", pa.int64()), ("text", pa.large_string()),
-            ("line_chars", pa.int64()), ("problem", pa.string()),
-        ]
-    )
-
-    def emit(
-        task: dict, first: int, texts: list[str], lengths: list[int], problems: list[str | None]
-    ) -> pa.RecordBatch:
-        n = len(texts)
-        return pa.RecordBatch.from_arrays(
-            [
-                pa.array([task["file_id"]] * n, pa.string()),
-                pa.array([task["source_file"]] * n, pa.string()),
-                pa.array([task["file_name"]] * n, pa.string()),
-                pa.array([task["cluster_id"]] * n, pa.string()),
-                pa.array([task["host_id"]] * n, pa.int32()),
-                pa.array([task["file_order"]] * n, pa.int64()),
-                pa.array([task["log_kind"]] * n, pa.string()),
-                pc.add(pa.array(range(n), pa.int64()), first),
-                pa.array(texts, pa.large_string()),
-                pa.array(lengths, pa.int64()),
-                pa.array(problems, pa.string()),
-            ],
-            schema=arrow_schema,
-        )
-
-    for batch in batches:
-        for task in batch.to_pylist():
-            step = task["batch_lines"]
-            first = task["start_line"]
-            texts: list[str] = []
-            lengths: list[int] = []
-            problems: list[str | None] = []
-            size = 0
-            for text, chars, problem in task_lines(task):
-                texts.append(text)
-                lengths.append(chars)
-                problems.append(problem)
-                size += len(text)
-                if len(texts) >= step or size >= BATCH_BYTES:
-                    yield emit(task, first, texts, lengths, problems)
-                    first += len(texts)
-                    texts, lengths, problems, size = [], [], [], 0
-            if texts:
-                yield emit(task, first, texts, lengths, problems)
-
-
-def read_lines(spark: SparkSession, tasks: list[ReadTask], config: AppConfig) -> DataFrame:
-    """One row per physical line of every task's new bytes."""
-    rows = [
-        (
-            t.file_id, t.source_file, t.file_name, t.cluster_id, t.host_id, t.file_order, t.log_kind,
-            "true" if t.compressed else "false", t.start_byte, t.start_line, t.end_byte,
-            config.ingest.max_line_chars, config.ingest.batch_lines, t.read_problem,
-        )
-        for t in tasks
-    ]
-    task_df = spark.createDataFrame(rows, TASK_SCHEMA)
-    # A few files per task: one Python task per file costs more in scheduling than in reading.
-    task_df = task_df.repartition(max(1, min(len(rows) // 4, 32)), "file_id")
-    return task_df.mapInArrow(_read_lines, LINES_SCHEMA)

@@ -6,9 +6,10 @@ Driver side (small, ``bronze.discover``): walk the inputs, name each file (clust
 stream, rotation order, format), and decide what is new by comparing with ``bronze/ingest_files``
 (one row per file identity: how many bytes and lines of it were consumed, and the hash of those bytes).
 
-Executor side (big): read the new bytes of each file into lines (``bronze.read``, ``mapInArrow``),
-frame log records (``bronze.records``) and parse them with the JVM (``bronze.parsers``), and count
-every line as parsed, irrelevant or malformed (``bronze.accounting``). Each step is staged as Parquet.
+Executor side (big): ONE ``mapInArrow`` pass over the read tasks (``bronze.single_pass``) reads each
+file's new bytes, frames log records, runs the parsers' Python functions and counts every line as
+parsed, irrelevant or malformed; its output (events, quarantined lines, per-file counts) is staged
+once as Parquet and written to the lake from there. No plan grows with the number of templates.
 
 Identity and idempotence. A file's identity is (cluster, host, log name, its first line): the same
 bytes shipped twice, a live file that grew, and that live file after rotation (``state-change.log``
@@ -23,7 +24,7 @@ import logging
 import time
 from dataclasses import asdict, dataclass, field
 
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
     IntegerType,
@@ -33,22 +34,10 @@ from pyspark.sql.types import (
     StructType,
 )
 
-from epoch_audit.bronze.accounting import (
-    BROADCAST_CONTINUATION_LINES,
-    STATUS_COLUMNS,
-    file_accounting,
-    line_statuses,
-    quarantine_lines,
-    unparseable,
-)
-from epoch_audit.bronze.discover import LOG_KINDS, describe, discover_inputs, in_window, plan_reads
-from epoch_audit.bronze.own_time import file_max_times, with_bronze_layout
-from epoch_audit.bronze.parsers import MALFORMED
-from epoch_audit.bronze.parsers.dispatch import file_parser_outputs, record_parser_outputs
-from epoch_audit.bronze.read import read_lines
-from epoch_audit.bronze.records import group_records, mark_lines, record_framing, unmark
+from epoch_audit.bronze.discover import describe, discover_inputs, in_window, plan_reads
+from epoch_audit.bronze.own_time import layout_columns, with_bronze_layout
+from epoch_audit.bronze.single_pass import COUNT_COLUMNS, pass_rows
 from epoch_audit.config import AppConfig
-from epoch_audit.contracts.events import EVENT_SCHEMA
 from epoch_audit.lake.storage import LakeStorage
 
 log = logging.getLogger(__name__)
@@ -58,10 +47,11 @@ QUARANTINE_TABLE = "quarantine/lines"
 FILES_TABLE = "bronze/ingest_files"
 ACCOUNTING_TABLE = "bronze/ingest_accounting"
 SKIPPED_PATHS_SHOWN = 50  # the run summary lists this many skipped input paths (all are counted)
-# A line yielding several events stores its text once: the first event keeps the whole ``raw``,
-# the others of a line longer than FANOUT_RAW_LIMIT keep a prefix and point to the first.
-FANOUT_RAW_LIMIT = 1000
-FANOUT_RAW_PREFIX = 24  # the line's time stamp: the pointer below names where the rest is
+
+
+def bronze_columns(storage: LakeStorage) -> list[str]:
+    """The columns the pass's event rows are stored with, given the lake's bronze events table."""
+    return layout_columns(storage.columns(EVENTS_TABLE) if storage.exists(EVENTS_TABLE) else None)
 
 
 def bronze_layout(storage: LakeStorage, events: DataFrame, seeds: dict[str, int] | None = None) -> DataFrame:
@@ -118,71 +108,6 @@ def _consumed(storage: LakeStorage) -> dict[str, dict]:
     return {r["file_id"]: r.asDict() for r in rows.collect()}  # one row per file: small
 
 
-def unreadable_lines() -> Column:
-    """Lines no parser sees: cut at max_line_chars, binary, or the truncation line of a cut gzip."""
-    return unparseable() | F.col("problem").isNotNull()
-
-
-def bound_fanout_raw(events: DataFrame) -> DataFrame:
-    """A line's text once per line, not once per event: the events after a long line's first
-    (``sub_index`` > 0, e.g. a FETCH request naming 10,000 partitions) keep a prefix of ``raw`` and
-    say that the whole text is the ``raw`` of the line's first event (same file_id, line_number)."""
-    raw = F.col("raw")
-    later_of_long = (F.col("sub_index") > 0) & (F.length(raw) > FANOUT_RAW_LIMIT)
-    pointer = F.format_string(
-        "…[+%d chars: see sub_index 0]", F.length(raw) - FANOUT_RAW_PREFIX
-    )
-    return events.withColumn(
-        "raw", F.when(later_of_long, F.concat(F.substring(raw, 1, FANOUT_RAW_PREFIX), pointer)).otherwise(raw)
-    )
-
-
-def with_read_problems(status: DataFrame, lines: DataFrame) -> DataFrame:
-    """Lines the reader flagged (the truncation of a cut gzip) are malformed, with the reader's reason."""
-    flagged = lines.where(F.col("problem").isNotNull()).select("file_id", "line_number", "problem")
-    joined = status.join(F.broadcast(flagged), ["file_id", "line_number"], "left")
-    return joined.select(
-        "file_id",
-        "source_file",
-        "line_number",
-        F.when(F.col("problem").isNotNull(), F.lit("malformed")).otherwise(F.col("status")).alias("status"),
-        F.coalesce(F.col("problem"), F.col("reason")).alias("reason"),
-        *[c for c in STATUS_COLUMNS if c not in ("file_id", "source_file", "line_number", "status", "reason")],
-    ).select(*STATUS_COLUMNS)
-
-
-def stage_parsed(
-    spark: SparkSession, lines: DataFrame, source_time_zone: str, staging: str, timer: StepTimer | None = None
-) -> DataFrame:
-    """Frame log lines into records and run every parser, staging each step as Parquet; return
-    the union of the parsers' outputs. ``lines`` are staged marked lines (``mark_lines``).
-
-    One Spark action per parser keeps each plan small (a union of all parser plans is large
-    enough to exhaust a 2 GB driver while it is optimised), and each is planned exactly once.
-    The framing (line -> record start) is staged too: ``line_statuses`` reads it.
-    """
-    is_log = F.col("log_kind").isin(*LOG_KINDS)
-    log_lines = unmark(lines.where(is_log & ~unreadable_lines()))
-    timer = timer or StepTimer()
-    record_framing(log_lines).write.mode("overwrite").parquet(f"{staging}/framing")
-    framing = spark.read.parquet(f"{staging}/framing")
-    continuation_lines = framing.where(F.col("line_format").isNull() & F.col("record_line").isNotNull()).count()
-    timer.lap("framing")
-    records, _ = group_records(
-        log_lines, source_time_zone, framing=framing,
-        broadcast_continuations=continuation_lines <= BROADCAST_CONTINUATION_LINES,
-    )
-    records.write.mode("overwrite").parquet(f"{staging}/records")
-    records = spark.read.parquet(f"{staging}/records")
-    timer.lap("records")
-    file_lines = lines.where(~is_log & ~unreadable_lines())
-    outputs = record_parser_outputs(records) + file_parser_outputs(file_lines, source_time_zone)
-    for name, parsed in outputs:
-        parsed.transform(bound_fanout_raw).write.mode("overwrite").parquet(f"{staging}/parsed/{name}")
-        timer.lap(f"parser:{name}")
-    return spark.read.schema(EVENT_SCHEMA).parquet(*[f"{staging}/parsed/{name}" for name, _ in outputs])
-
-
 def ingest(
     spark: SparkSession,
     storage: LakeStorage,
@@ -228,40 +153,31 @@ def ingest(
     if not plan.tasks:
         return IngestResult(len(files), 0, skipped_counts, 0, 0, 0, 0, timer.seconds, **skipped_summary)
 
-    # Stage each step's output once as Parquet: the parser plan is planned and run exactly once,
-    # and nothing depends on cache() (unavailable on serverless).
+    # One pass, staged once: the events, quarantined lines and per-file counts are read from it.
     staging = f"{storage.lake.rstrip('/')}/_staging/{run_id}"
-    is_log = F.col("log_kind").isin(*LOG_KINDS)
-    marked = mark_lines(read_lines(spark, plan.tasks, config), is_log & ~unreadable_lines())
-    marked.write.mode("overwrite").parquet(f"{staging}/lines")
-    lines = spark.read.parquet(f"{staging}/lines")
-    timer.lap("read_and_mark_lines")
-    parsed = stage_parsed(spark, lines, config.ingest.source_time_zone, staging, timer)
-    framing = spark.read.parquet(f"{staging}/framing")
-    with_read_problems(line_statuses(lines, parsed, framing), lines).write.mode("overwrite").parquet(
-        f"{staging}/status"
-    )
-    status = spark.read.parquet(f"{staging}/status")
-    timer.lap("line_statuses")
-
-    events = parsed.where(F.col("event_type") != MALFORMED)
     seeds = {t.file_id: consumed[t.file_id]["max_event_micros"] for t in plan.tasks if t.file_id in consumed}
-    seeds = {k: v for k, v in seeds.items() if v is not None}
-    file_max = file_max_times(events, seeds)
+    pass_rows(spark, plan.tasks, config, seeds).write.mode("overwrite").parquet(f"{staging}/pass")
+    staged = spark.read.parquet(f"{staging}/pass")
+    timer.lap("read_parse_and_count")
+    counts = {
+        r["file_id"]: r.asDict()
+        for r in staged.where(F.col("row_kind") == "file").select("file_id", *COUNT_COLUMNS).collect()
+    }  # one row per file read: small
+    file_max = {fid: c["max_event_micros"] for fid, c in counts.items()}
+    events = staged.where(F.col("row_kind") == "event")
     from epoch_audit.stages.carry import drop_outdated_carries
 
     # Traffic older than a cluster's carried horizon makes its carried traffic incomplete: dropped
     # before the events land (a run killed in between then re-checks the whole history).
     drop_outdated_carries(storage, events)
-    storage.upsert(EVENTS_TABLE, bronze_layout(storage, events, seeds), ["event_id"])
+    storage.upsert(EVENTS_TABLE, events.select(*bronze_columns(storage)), ["event_id"])
     timer.lap("bronze_events")
-    quarantine = quarantine_lines(status, lines)
-    storage.upsert(
-        QUARANTINE_TABLE, quarantine.withColumn("run_id", F.lit(run_id)), ["file_id", "line_number"]
-    )
+    if any(c["malformed"] for c in counts.values()) or not storage.exists(QUARANTINE_TABLE):
+        quarantine = staged.where(F.col("row_kind") == "quarantine").select(
+            "file_id", "source_file", "line_number", "reason", "raw", F.lit(run_id).alias("run_id")
+        )
+        storage.upsert(QUARANTINE_TABLE, quarantine, ["file_id", "line_number"])
     timer.lap("quarantine")
-    per_file = file_accounting(status).collect()  # one row per file read: small
-    counts = {r["file_id"]: r.asDict() for r in per_file}
 
     accounting_rows = []
     file_rows = []

@@ -27,16 +27,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pyspark.sql import Column
-from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, DataType, LongType, StringType
 
 from epoch_audit.bronze.parsers.spark_strings import cast, int_list, java_pattern
 
 GROUP_SEPARATOR = "\u0001"
 MATCH_MARK = "\u0002"
-TEMPLATE_INDEX = "_tpl"  # the row's template index column (per_template_literal, Spark parsers)
-_LITERAL_SEPARATOR = "\u0003"  # joins a per-template string list into one literal
 _DIGIT = re.compile(r"\d", re.ASCII)
 
 
@@ -369,44 +365,3 @@ class TemplateTable:
             if (any(v is None for v in value) if isinstance(dtype, ArrayType) else value is None):
                 return f"{name}: value out of range {text[:100]}"
         return None
-
-
-# ----------------------------------------------------------------------------------------------
-# Spark per-template literals: still used by the Redpanda parser's column expressions.
-# ----------------------------------------------------------------------------------------------
-
-
-def _sql_literal(value: Any) -> str:
-    if value is None:
-        return "NULL"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, (list, tuple)):
-        return "array(" + ", ".join(_sql_literal(x) for x in value) + ")"
-    raise TypeError(value)
-
-
-@functools.cache
-def _literal_array(values: tuple[Any, ...], type_sql: str) -> Column:
-    """A literal per-template list (one SQL expression: building it from F.lit calls is slow)."""
-    if type_sql == "string":
-        assert not any(_LITERAL_SEPARATOR in (v or "") for v in values)
-        # split of one literal (constant-folded); "" stands for null, see per_template_literal
-        return F.split(F.lit(_LITERAL_SEPARATOR.join(v or "" for v in values)), _LITERAL_SEPARATOR, -1)
-    return F.expr(f"cast({_sql_literal(list(values))} as array<{type_sql}>)")
-
-
-def per_template_literal(values: Sequence[Any], dtype: DataType) -> Column:
-    """The entry of a per-template literal list for this row's template (``_tpl``, 0-based)."""
-    type_sql = dtype.simpleString()
-    out = F.get(_literal_array(tuple(values), type_sql), F.col(TEMPLATE_INDEX))
-    return F.nullif(out, F.lit("")) if type_sql == "string" else out
-
-
-def per_template_arrays(values: Sequence[Sequence[Any]], element_type: str) -> Column:
-    """The entry of a per-template list of literal arrays for this row's template (``_tpl``)."""
-    arr = F.array(*[F.array(*[F.lit(v) for v in vs]).cast(f"array<{element_type}>") for vs in values])
-    return F.get(arr, F.col(TEMPLATE_INDEX))
-

@@ -82,6 +82,8 @@ def _try_integral(value: Any, bits: int) -> int | None:
         body = text[1:] if text[:1] in "+-" else text
         if not body or not body.isascii() or not body.isdigit():
             return None
+        if len(body.lstrip("0")) > 19:  # beyond any 64-bit value (and int() refuses 4,300+ digits)
+            return None
         number = int(text)
     else:
         return None

@@ -1,0 +1,335 @@
+"""The ingest pass: raw bytes of each planned file -> bronze events, quarantined lines and the
+file's line counts, in ONE ``mapInArrow`` over the read tasks (issue #20).
+
+Per task (one file's new byte range), in a Python worker: read the lines (``bronze.read``),
+redact secrets, frame log records (``bronze.framing``), hand each record or file line to its
+parser's pure function, finish the rows (``bronze.parsers.rows``), and count every line as parsed,
+irrelevant or malformed with the rules of ``bronze.accounting``. No query plan grows with the
+number of templates, nothing is staged between steps, and no text is shuffled.
+
+Out come rows of three kinds (``row_kind``): ``event`` (a bronze row with its stored layout:
+``event_date``, ``event_class``, ``own_time``), ``quarantine`` (a malformed line: reason and
+text) and ``file`` (one per task: its counts and the max event time so far).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable, Iterator
+from datetime import UTC, date, datetime, timedelta
+from functools import partial
+
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.types import ArrayType, DateType, LongType, StringType, StructField, StructType, TimestampType
+
+from epoch_audit.bronze.accounting import QUARANTINE_TEXT_CHARS, line_problem, orphan_status, outcome_status
+from epoch_audit.bronze.discover import ReadTask
+from epoch_audit.bronze.framing import MarkedLine, Record, frame_lines, mark, record_row, redact
+from epoch_audit.bronze.parsers import checkpoints, kafka_log4j, metadata_dump, redpanda, request_log, segment_dump
+from epoch_audit.bronze.parsers.rows import MALFORMED, Row, arrow_type, arrow_value, finish_row
+from epoch_audit.bronze.read import TASK_SCHEMA, task_lines
+from epoch_audit.config import AppConfig
+from epoch_audit.contracts.events import EVENT_SCHEMA, TRAFFIC_TYPES
+
+LOG_KINDS = ("state-change", "controller", "server", "request", "redpanda", "log")  # == bronze.discover.LOG_KINDS
+# file kind -> its parser (one file's lines in order, the source time zone)
+FILE_PARSERS = {
+    "metadata-dump": lambda lines, zone: metadata_dump.parse_file(lines),
+    "segment-dump": lambda lines, zone: segment_dump.parse_file(lines),
+    # copy suffixes of checkpoint files are host-local times
+    **{
+        kind: checkpoints.parse_file_in_zone
+        for kind in ("leader-epoch-checkpoint", "replication-offset-checkpoint", "recovery-point-offset-checkpoint",
+                     "log-start-offset-checkpoint", "partition-metadata")
+    },
+}
+REQUEST_LOGGER = "kafka.request.logger"
+# A line yielding several events stores its text once: the first event keeps the whole ``raw``,
+# the others of a line longer than FANOUT_RAW_LIMIT keep a prefix and point to the first.
+FANOUT_RAW_LIMIT = 1000
+FANOUT_RAW_PREFIX = 24  # the line's time stamp: the pointer names where the rest is
+_MICROS_PER_DAY = 86_400_000_000
+_EPOCH = datetime(1970, 1, 1)
+BATCH_ROWS = 10_000  # an output Arrow batch is cut at this many rows or BATCH_CHARS characters of text
+BATCH_CHARS = 16 << 20
+
+COUNT_COLUMNS = ("lines_read", "parsed", "irrelevant", "malformed", "bad_utf8", "redacted", "max_event_micros")
+PASS_SCHEMA = StructType(
+    [StructField("row_kind", StringType())]
+    # nullable: a quarantine or file row has no event id
+    + [StructField(f.name, f.dataType, True) for f in EVENT_SCHEMA.fields]
+    + [
+        StructField("event_date", DateType()),
+        StructField("event_class", StringType()),
+        StructField("own_time", TimestampType()),
+        StructField("reason", StringType()),
+    ]
+    + [StructField(name, LongType()) for name in COUNT_COLUMNS]
+)
+PASS_ARROW_SCHEMA = pa.schema([pa.field(f.name, arrow_type(f.dataType)) for f in PASS_SCHEMA.fields])
+
+
+def is_request_log_record(record: Row) -> bool:
+    """Request-logger records: logger ``kafka.request.logger``, or its ``%c{1}`` short name ``logger``
+    (the Strimzi log4j2 pattern, §8) on a ``Completed request:`` message — ``state.change.logger``
+    shortens to ``logger`` too, so the name alone cannot tell them apart. A line cut inside its JSON
+    has lost its ``(logger)`` tail: a ``Completed request:`` message without a logger is one too
+    (the request-log parser quarantines it as truncated)."""
+    logger = record["logger"] or ""
+    return logger == REQUEST_LOGGER or (
+        logger in ("logger", "") and (record["message"] or "").startswith("Completed request:")
+    )
+
+
+def parse_record(record: Row) -> Iterator[Row]:
+    """Every parser that reads this record, or its problem: a record whose start holds an invalid
+    value (a bad timestamp, an out-of-range shard) reaches no parser and is quarantined with it.
+    Adding a parser family: its pure function here (records) or in FILE_PARSERS (file kinds)."""
+    if record["problem"] is not None:
+        yield {**_provenance(record), "line_number": record["line_number"], "event_type": MALFORMED,
+               "details": {"reason": record["problem"]}}
+        return
+    request = is_request_log_record(record)
+    if record["line_format"] in ("kafka", "strimzi", "csv") and not request:
+        yield from kafka_log4j.parse_record(record)
+    if request:
+        yield from request_log.parse_record(record)
+    if record["line_format"] == "redpanda":
+        yield from redpanda.parse_record(record)
+
+
+_PROVENANCE = ("file_id", "source_file", "cluster_id", "host_id", "file_order", "log_kind")
+
+
+def _provenance(row: Row) -> Row:
+    return {k: row[k] for k in _PROVENANCE}
+
+
+def _micros(value: datetime) -> int:
+    if value.tzinfo is not None:
+        value = value.astimezone(UTC).replace(tzinfo=None)
+    delta = value - _EPOCH
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
+class FilePass:
+    """One task's running state: counts, the running max event time, and the rows to emit."""
+
+    def __init__(self, task: Row, line_statuses: list[tuple[int, str, str | None]] | None = None) -> None:
+        self.task = task
+        self.line_statuses = line_statuses
+        self.counts = dict.fromkeys(COUNT_COLUMNS[:-1], 0)
+        seed = task.get("seed_micros")
+        self.max_micros: int | None = seed
+        self.out: list[Row] = []
+
+    # -- lines ---------------------------------------------------------------------------------
+    def line_facts(self, text: str, chars: int, read_problem: str | None) -> tuple[str, str | None]:
+        """Redact, count bad UTF-8 / redactions, and say why the line is unreadable (or None)."""
+        redacted, n = redact(text)
+        self.counts["lines_read"] += 1
+        self.counts["redacted"] += n
+        if "\ufffd" in redacted:
+            self.counts["bad_utf8"] += 1
+        # the length as read moves with the redaction: a cut line still shows as cut, an uncut one not
+        return redacted, line_problem(redacted, chars + len(redacted) - len(text), read_problem)
+
+    def status(self, number: int, text: str, status: str, reason: str | None = None) -> None:
+        self.counts[status] += 1
+        if self.line_statuses is not None:
+            self.line_statuses.append((number, status, reason))
+        if status == "malformed":
+            self.out.append({
+                "row_kind": "quarantine", "file_id": self.task["file_id"], "source_file": self.task["source_file"],
+                "line_number": number, "reason": reason, "raw": text[:QUARANTINE_TEXT_CHARS],
+            })
+
+    # -- events --------------------------------------------------------------------------------
+    def emit_events(self, rows: list[Row]) -> tuple[bool, str | None]:
+        """Finish and emit one line's / record's rows (sub_index order); return (has_event, reason)."""
+        has_event, reason = False, None
+        for row in sorted((finish_row(r) for r in rows), key=lambda r: r["sub_index"] or 0):
+            if row["event_type"] == MALFORMED:
+                if reason is None:
+                    reason = (row["details"] or {}).get("reason") or "malformed"
+                continue
+            has_event = True
+            when = row["event_time"]
+            if when is not None:
+                micros = _micros(when)
+                self.max_micros = micros if self.max_micros is None else max(self.max_micros, micros)
+            row["row_kind"] = "event"
+            row["own_time"] = None if self.max_micros is None else _from_micros(self.max_micros)
+            row["event_date"] = None if when is None else date.fromordinal(
+                date(1970, 1, 1).toordinal() + _micros(when) // _MICROS_PER_DAY)
+            row["event_class"] = "traffic" if row["event_type"] in TRAFFIC_TYPES else "state"
+            raw = row["raw"]
+            if (row["sub_index"] or 0) > 0 and raw is not None and len(raw) > FANOUT_RAW_LIMIT:
+                row["raw"] = raw[:FANOUT_RAW_PREFIX] + f"…[+{len(raw) - FANOUT_RAW_PREFIX} chars: see sub_index 0]"
+            self.out.append(row)
+        return has_event, reason
+
+    def take(self) -> list[Row]:
+        """The rows accumulated so far (handed on while the file is still being read)."""
+        rows, self.out = self.out, []
+        return rows
+
+    def file_row(self) -> Row:
+        return {"row_kind": "file", "file_id": self.task["file_id"], "source_file": self.task["source_file"],
+                **self.counts, "max_event_micros": self.max_micros}
+
+
+def _from_micros(micros: int) -> datetime:
+    return _EPOCH + timedelta(microseconds=micros)
+
+
+def _line_row(task: Row, number: int, text: str, chars: int) -> Row:
+    return {
+        "file_id": task["file_id"], "source_file": task["source_file"], "file_name": task["file_name"],
+        "cluster_id": task["cluster_id"], "host_id": task["host_id"], "file_order": task["file_order"],
+        "log_kind": task["log_kind"], "line_number": number, "text": text, "line_chars": chars, "problem": None,
+    }
+
+
+Line = tuple[int, str, int, str | None]  # (line number, text, characters as read, reader's problem)
+
+
+def _log_file(state: FilePass, lines: Iterable[Line], zone: str) -> Iterator[Row]:
+    task = state.task
+    provenance = _provenance(task)
+    texts: dict[int, str] = {}  # text of the lines of the record being framed (quarantine needs them)
+
+    def marked() -> Iterator[MarkedLine]:
+        for number, raw_text, chars, read_problem in lines:
+            text, problem = state.line_facts(raw_text, chars, read_problem)
+            if problem is not None:
+                state.status(number, text, "malformed", problem)
+                continue
+            inner, fmt, found = mark(text)
+            texts[number] = text
+            yield MarkedLine(number, inner, fmt, found)
+
+    for item in frame_lines(marked()):
+        if isinstance(item, MarkedLine):  # an orphan: before any record start
+            text = texts.pop(item.line_number)
+            state.status(item.line_number, text, *orphan_status(text))
+            yield from state.take()
+            continue
+        record: Record = item
+        has_event, reason = state.emit_events(list(parse_record(record_row(record, provenance, zone))))
+        status = outcome_status(has_event, reason)
+        for number in (record.start.line_number, *record.continuation_lines):
+            state.status(number, texts.pop(number), status, reason)
+        yield from state.take()
+    yield from state.take()
+
+
+def _dump_file(state: FilePass, lines: Iterable[Line], zone: str) -> Iterator[Row]:
+    """A file-level format: lines to its parser in order; each line's status from the events at
+    that line (parsers yield in line order, so a line is settled once a later line's rows come)."""
+    task = state.task
+    parse_file = FILE_PARSERS.get(task["log_kind"])
+    pending: deque[tuple[int, str]] = deque()  # lines handed to the parser, not yet settled
+    settled_events: dict[int, tuple[bool, str | None]] = {}
+
+    def readable() -> Iterator[Row]:
+        for number, raw_text, chars, read_problem in lines:
+            text, problem = state.line_facts(raw_text, chars, read_problem)
+            if problem is not None:
+                state.status(number, text, "malformed", problem)
+                continue
+            pending.append((number, text))
+            yield _line_row(task, number, text, len(text))
+
+    def settle(before: int | None) -> None:
+        while pending and (before is None or pending[0][0] < before):
+            number, text = pending.popleft()
+            has_event, reason = settled_events.pop(number, (False, None))
+            state.status(number, text, outcome_status(has_event, reason), reason)
+
+    if parse_file is None:
+        for _ in readable():
+            yield from state.take()
+        settle(None)
+        yield from state.take()
+        return
+    batch: list[Row] = []
+    for row in parse_file(readable(), zone):
+        if batch and row["line_number"] != batch[0]["line_number"]:
+            _settle_line(state, batch, settled_events)
+            settle(row["line_number"])
+            batch = []
+            yield from state.take()
+        batch.append(row)
+    if batch:
+        _settle_line(state, batch, settled_events)
+    settle(None)
+    yield from state.take()
+
+
+def _settle_line(state: FilePass, rows: list[Row], outcomes: dict[int, tuple[bool, str | None]]) -> None:
+    number = rows[0]["line_number"]
+    has_event, reason = state.emit_events(rows)
+    before = outcomes.get(number, (False, None))
+    outcomes[number] = (before[0] or has_event, before[1] if before[1] is not None else reason)
+
+
+def task_rows(task: Row, zone: str, line_statuses: list[tuple[int, str, str | None]] | None = None) -> Iterator[Row]:
+    """Every output row of one read task (events and quarantined lines as the file is read, then
+    its file row); ``zone``: the source time zone of log time stamps. ``line_statuses``, when
+    given, receives every line's (line number, status, reason): the audit trail the counts sum."""
+    state = FilePass(task, line_statuses)
+    numbered = (
+        (task["start_line"] + k, text, chars, problem) for k, (text, chars, problem) in enumerate(task_lines(task))
+    )
+    process = _log_file if task["log_kind"] in LOG_KINDS else _dump_file
+    yield from process(state, numbered, zone)
+    yield state.file_row()
+
+
+def _to_batch(rows: list[Row]) -> pa.RecordBatch:
+    columns = []
+    for field, arrow_field in zip(PASS_SCHEMA.fields, PASS_ARROW_SCHEMA, strict=True):
+        values = [arrow_value(r.get(field.name), field.dataType) for r in rows]
+        columns.append(pa.array(values, arrow_field.type))
+    return pa.RecordBatch.from_arrays(columns, schema=PASS_ARROW_SCHEMA)
+
+
+def pass_batches(batches: Iterable[pa.RecordBatch], zone: str) -> Iterator[pa.RecordBatch]:
+    """mapInArrow body over bins of read tasks (``bronze.read.TASK_SCHEMA`` + ``seed_micros``)."""
+    out: list[Row] = []
+    chars = 0
+    for batch in batches:
+        for task in (task for packed in batch.column("tasks").to_pylist() for task in packed):
+            for row in task_rows(task, zone):
+                out.append(row)
+                chars += len(row.get("raw") or "")
+                if len(out) >= BATCH_ROWS or chars >= BATCH_CHARS:
+                    yield _to_batch(out)
+                    out, chars = [], 0
+    if out:
+        yield _to_batch(out)
+
+
+def pass_rows(spark: SparkSession, tasks: list[ReadTask], config: AppConfig, seeds: dict[str, int | None]) -> DataFrame:
+    """The pass over ``tasks`` (PASS_SCHEMA rows); ``seeds``: per file read from a later line on,
+    the max event time of its earlier events (epoch microseconds), which ``own_time`` starts from.
+
+    The tasks are packed by bytes into one bin per core (largest first into the lightest bin);
+    each bin is one input row, and a local relation spreads its rows evenly over the cores: the
+    work is balanced without a shuffle, and a core never waits for a Python worker per file."""
+    cores = max(1, spark.sparkContext.defaultParallelism)
+    bins: list[list[tuple]] = [[] for _ in range(min(cores, len(tasks)))]
+    loads = [0] * len(bins)
+    for t in sorted(tasks, key=lambda t: -(t.end_byte - t.start_byte)):
+        lightest = loads.index(min(loads))
+        loads[lightest] += t.end_byte - t.start_byte
+        bins[lightest].append((
+            t.file_id, t.source_file, t.file_name, t.cluster_id, t.host_id, t.file_order, t.log_kind,
+            "true" if t.compressed else "false", t.start_byte, t.start_line, t.end_byte,
+            config.ingest.max_line_chars, config.ingest.batch_lines, t.read_problem, seeds.get(t.file_id),
+        ))
+    task_type = StructType([*TASK_SCHEMA.fields, StructField("seed_micros", LongType())])
+    bin_df = spark.createDataFrame([(b,) for b in bins], StructType([StructField("tasks", ArrayType(task_type))]))
+    return bin_df.mapInArrow(partial(pass_batches, zone=config.ingest.source_time_zone), PASS_SCHEMA)
