@@ -52,7 +52,7 @@ _SRC = java_pattern(SEASTAR_SRC)
 
 
 def redact(text: str) -> tuple[str, int]:
-    """Secret values replaced by ``[redacted]``, and how many (``records.redact_secrets``)."""
+    """Secret values replaced by ``[redacted]``, and how many (the ``records.REDACTIONS`` in order)."""
     low = text.lower()
     if not any(hint in low for hint in SECRET_HINTS):
         return text, 0
