@@ -33,6 +33,7 @@ from pyspark.sql.types import (
 
 from epoch_audit.validate import bronze, gold, silver
 from epoch_audit.validate.base import VIEW_NAMES, ExpectNoOffendingRows, TableSuite, ValidationSettings
+from epoch_audit.validate.engine import BundledSparkEngine, install
 
 log = logging.getLogger(__name__)
 
@@ -202,6 +203,7 @@ class GxProject:
                 },
             )
         self.datasource = self.context.data_sources.add_or_update_spark(DATASOURCE)
+        self.engines = _install_engines(self.context, self.datasource)
 
     def validate(self, suite: TableSuite, expectations: list[Any], df: Any, settings: ValidationSettings) -> Any:
         """Validate ``df`` against ``expectations`` as suite ``suite.suite_name``; GX stores the result."""
@@ -233,6 +235,16 @@ class GxProject:
     def build_docs(self) -> str:
         self.context.build_data_docs(site_names=[DOCS_SITE])
         return str(self.docs_dir / "index.html")
+
+
+def _install_engines(context: Any, datasource: Any) -> list[BundledSparkEngine]:
+    """The job-saving engine on our datasource and on the context's copy of it (GX may use either)."""
+    spark = SparkSession.getActiveSession()
+    engines = [install(datasource, spark)]
+    stored = context.data_sources.get(DATASOURCE)
+    if stored is not datasource:
+        engines.append(install(stored, spark))
+    return engines
 
 
 def _missing_view(exp: Any, present: frozenset[str]) -> str | None:
@@ -320,6 +332,7 @@ def run_suites(
                         )
                     )
             log.info("validation %s: %s", suite.table, _short(outcome.rows, suite.table))
+    log.info("validation: %d metric jobs answered without Spark", sum(e.skipped_jobs for e in project.engines))
     if lake_dir is not None:
         outcome.data_docs = project.build_docs()
     return outcome
@@ -343,6 +356,7 @@ def _ephemeral_project() -> Any:
             self.context = gx.get_context(mode="ephemeral")
             self.context.variables.progress_bars = ProgressBarsConfig(globally=False)
             self.datasource = self.context.data_sources.add_or_update_spark(DATASOURCE)
+            self.engines = _install_engines(self.context, self.datasource)
 
     return _Ephemeral()
 
