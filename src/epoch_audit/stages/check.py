@@ -6,12 +6,13 @@ import logging
 import time
 from typing import Any
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 
 from epoch_audit.config import AppConfig
 from epoch_audit.contracts.violations import CHECK_COLUMNS, VIOLATION_KEY
-from epoch_audit.gold.context import check_context
+from epoch_audit.gold.context import CheckContext, check_context
+from epoch_audit.gold.registry import REGISTRY, InvariantSpec, violations_of
 from epoch_audit.lake.staging import remove_staging, staging_dir
 from epoch_audit.lake.storage import LakeStorage
 from epoch_audit.lake.tables import (
@@ -30,7 +31,7 @@ from epoch_audit.stages.carry import (
     valid_horizons,
     write_carries,
 )
-from epoch_audit.stages.state import completed_runs, mark_built, stale_clusters
+from epoch_audit.stages.state import completed_runs, ledger_fingerprints, mark_built, stale_clusters
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +47,42 @@ def violation_ids(violations: DataFrame) -> DataFrame:
     return violations.withColumn("violation_id", F.sha2(key, 256))
 
 
+
+
+def stage_violations(
+    ctx: CheckContext, specs: tuple[InvariantSpec, ...], clusters: list[str], staged: str
+) -> DataFrame:
+    """Every check's violations of ``clusters`` (with their ids, one row per id), staged as Parquet
+    under ``staged`` and read back.
+
+    One write per check, not one over their union: each plan stays small (planning, adaptive
+    re-planning after every query stage and code generation grow faster than the plan, and the
+    union of all checks cost twice the sum of its parts on small data). Staged, so the rows are
+    read twice below without re-running the checks. An id hashes the invariant, so two checks
+    never share one: rows deduplicated per check are deduplicated overall (the staged read is
+    deduplicated again all the same: it costs nothing on a few rows).
+    """
+    mode = "overwrite"
+    for spec in specs:
+        found = violation_ids(violations_of(spec, ctx)).dropDuplicates(["violation_id"])
+        found.where(F.col("cluster_id").isin(clusters)).write.mode(mode).parquet(staged)
+        mode = "append"
+    return ctx.events.sparkSession.read.parquet(staged).dropDuplicates(["violation_id"])
+
+
+def new_counts(groups: list[Row], reported_by: set[str]) -> list[dict[str, Any]]:
+    """[{invariant, severity, confidence, count}] of the rows written by the runs ``reported_by``
+    (this run, and the killed runs whose rows it takes over), sorted by invariant (then severity
+    and confidence): ``groups`` are per (run_id, invariant, severity, confidence) counts."""
+    totals: dict[tuple[str, str, str], int] = {}
+    for g in groups:
+        if g["run_id"] in reported_by:
+            key = (g["invariant"], g["severity"], g["confidence"])
+            totals[key] = totals.get(key, 0) + g["count"]
+    return [
+        {"invariant": i, "severity": s, "confidence": c, "count": n}
+        for (i, s, c), n in sorted(totals.items(), key=lambda kv: tuple("" if v is None else v for v in kv[0]))
+    ]
 
 
 def first_reports(found: DataFrame, known: DataFrame, completed: list[str]) -> DataFrame:
@@ -82,16 +119,16 @@ def run_checks(
     ``rejected_isr_joins`` (the system working, never violations).
     """
     from epoch_audit.gold.analysis.isr_joins import rejected_isr_joins
-    from epoch_audit.gold.registry import REGISTRY, found_violations
 
     if not storage.exists(EVENTS_TABLE):
         return StageResult("check", "skipped", {"reason": "no bronze events yet"}), None
     if not REGISTRY:
         return StageResult("check", "skipped", {"reason": "no invariants registered in this build"}), None
-    dirty, fps = stale_clusters(storage, GOLD_STATE_TABLE)
+    fps = ledger_fingerprints(storage)
+    dirty = stale_clusters(storage, GOLD_STATE_TABLE, fps)[0]
     rejected: list[dict[str, Any]] = []
     carried: dict[str, Any] = {}
-    silver_stale = set(stale_clusters(storage, SILVER_STATE_TABLE)[0]) & set(dirty)
+    silver_stale = set(stale_clusters(storage, SILVER_STATE_TABLE, fps)[0]) & set(dirty)
     if silver_stale:
         log.warning("silver is older than bronze for %s: run the timelines stage first", sorted(silver_stale))
     completed = sorted(completed_runs(storage))
@@ -108,12 +145,7 @@ def run_checks(
         events = read_check_events(storage, dirty, horizons)
         # Every silver table once (the ones not in silver/ built from the events), shared by all checks.
         ctx = check_context(events, silver, check_config(config))
-        violations = violation_ids(found_violations(ctx)).dropDuplicates(["violation_id"])
-        violations = violations.where(F.col("cluster_id").isin(dirty))
-        # Staged once: the checks' plan is large, and the found rows are read twice below.
-        staged = f"{staging_dir(storage.lake, run_id)}/violations"
-        violations.write.mode("overwrite").parquet(staged)
-        violations = spark.read.parquet(staged)
+        violations = stage_violations(ctx, REGISTRY, dirty, f"{staging_dir(storage.lake, run_id)}/violations")
         if storage.exists(VIOLATIONS_TABLE):
             violations = violations.join(
                 first_reports(violations, storage.read_where(VIOLATIONS_TABLE, "cluster_id", dirty), completed),
@@ -141,17 +173,19 @@ def run_checks(
         }
         return StageResult("check", "ran", detail), None
     gold = storage.read(VIOLATIONS_TABLE)
+    # One small aggregate answers the three questions (orphans? new counts? known) in one action.
+    groups = gold.groupBy("run_id", "invariant", "severity", "confidence").count().collect()
+    known = sum(g["count"] for g in groups)
     # Written by a run that was killed before it completed: never reported, so this run reports them.
-    orphans = gold.where(~F.col("run_id").isin(completed) & (F.col("run_id") != run_id))
-    if orphans.limit(1).count():
+    orphan_runs = sorted(
+        {r for r in (g["run_id"] for g in groups) if r is not None and r not in completed and r != run_id}
+    )
+    if orphan_runs:
+        orphans = gold.where(F.col("run_id").isin(orphan_runs))
         storage.upsert(VIOLATIONS_TABLE, orphans.withColumn("run_id", F.lit(run_id)), ["violation_id"])
         gold = storage.read(VIOLATIONS_TABLE)
     new = gold.where(F.col("run_id") == run_id)
-    counts = [
-        r.asDict()
-        for r in new.groupBy("invariant", "severity", "confidence").count().orderBy("invariant").collect()
-    ]
-    known = gold.count()
+    counts = new_counts(groups, {run_id, *orphan_runs})
     detail = {
         "clusters": dirty, "violations": counts, "known": known, "rejected_isr_joins": rejected,
         "carried_traffic": carried,

@@ -50,9 +50,12 @@ def built_fingerprints(storage: LakeStorage, state_table: str) -> dict[str, str]
     return {r["cluster_id"]: r["fingerprint"] for r in storage.read(state_table).collect()}
 
 
-def stale_clusters(storage: LakeStorage, state_table: str) -> tuple[list[str], dict[str, str]]:
-    """Clusters whose bronze moved since ``state_table`` last recorded them, and every fingerprint."""
-    fps = ledger_fingerprints(storage)
+def stale_clusters(
+    storage: LakeStorage, state_table: str, fps: dict[str, str] | None = None
+) -> tuple[list[str], dict[str, str]]:
+    """Clusters whose bronze moved since ``state_table`` last recorded them, and every fingerprint
+    (``fps`` when the caller already has them from :func:`ledger_fingerprints`)."""
+    fps = ledger_fingerprints(storage) if fps is None else fps
     done = built_fingerprints(storage, state_table)
     return sorted(c for c, fp in fps.items() if done.get(c) != fp), fps
 
@@ -61,8 +64,13 @@ def mark_built(
     spark: SparkSession, storage: LakeStorage, state_table: str, clusters: list[str], fps: dict[str, str], run_id: str
 ) -> None:
     """Record in ``state_table`` that ``clusters`` were built from their fingerprints ``fps``."""
-    rows = [(c, fps[c], run_id) for c in clusters]
-    storage.upsert(state_table, spark.createDataFrame(rows, STATE_SCHEMA), ["cluster_id"])
+    rows = spark.createDataFrame([(c, fps[c], run_id) for c in clusters], STATE_SCHEMA)
+    if storage.exists(state_table):
+        # One row per cluster, a few rows in all: the other clusters' rows + the new ones, one
+        # overwrite (one Spark job; an upsert plans a key check, a file search and a rewrite).
+        others = storage.read(state_table).where(~F.col("cluster_id").isin(clusters))
+        rows = others.select(*rows.columns).unionByName(rows)
+    storage.overwrite(state_table, rows)
 
 
 def completed_runs(storage: LakeStorage) -> set[str]:
