@@ -58,15 +58,21 @@ def carried_event_ids(ctx: CheckContext, specs: tuple[InvariantSpec, ...]) -> Da
 
 
 def next_horizons(events: DataFrame, lag_minutes: int) -> DataFrame:
-    """(cluster_id, horizon): ``lag_minutes`` before the cluster's latest traffic event (floored to
-    the minute). Traffic timed before it is what the next run will not read from bronze."""
-    last = (
+    """(cluster_id, horizon, first_traffic): ``lag_minutes`` before the cluster's latest traffic
+    event (floored to the minute), and its earliest timed traffic event. Traffic timed before the
+    horizon is what the next run will not read from bronze (none when ``first_traffic`` is not
+    before it: the carry holds no event then)."""
+    span = (
         events.where(is_traffic(events) & F.col("event_time").isNotNull())
         .groupBy("cluster_id")
-        .agg(F.max(F.unix_micros("event_time")).alias("_last"))
+        .agg(F.max(F.unix_micros("event_time")).alias("_last"), F.min("event_time").alias("first_traffic"))
     )
     minute = F.floor(F.col("_last") / _MICROS_PER_MINUTE) - F.lit(lag_minutes)
-    return last.select("cluster_id", F.timestamp_micros((minute * _MICROS_PER_MINUTE).cast("long")).alias("horizon"))
+    return span.select(
+        "cluster_id",
+        F.timestamp_micros((minute * _MICROS_PER_MINUTE).cast("long")).alias("horizon"),
+        "first_traffic",
+    )
 
 
 def carried_events(ctx: CheckContext, specs: tuple[InvariantSpec, ...], horizons: DataFrame) -> DataFrame:

@@ -179,22 +179,28 @@ def write_carries(
     """Take each cluster's new carry from what this run read (``ctx``) and store it, replacing the
     clusters' old carries in one commit; return {cluster: new horizon (ISO, UTC)}. A carried horizon
     never moves back (the carry before it holds less than an earlier horizon needs)."""
-    found = {r["cluster_id"]: r["h"] for r in next_horizons(ctx.events, lag_minutes).select(
-        "cluster_id", F.unix_micros("horizon").alias("h")).collect()}  # one row per cluster
+    spans = next_horizons(ctx.events, lag_minutes).select(
+        "cluster_id", F.unix_micros("horizon").alias("h"), F.unix_micros("first_traffic").alias("first")
+    ).collect()  # one row per cluster
+    found = {r["cluster_id"]: r["h"] for r in spans}
+    first = {r["cluster_id"]: r["first"] for r in spans}
     horizons = {c: max(h, previous.get(c, h)) for c, h in found.items() if c in clusters}
     schema_cols = storage.columns(EVENTS_TABLE)
+    # Traffic before a horizon is all a carry can hold: without any, the carried rows are none,
+    # and their (large) plan, every check's carry, is neither built nor run.
     if horizons:
         hz = spark.createDataFrame(sorted(horizons.items()), "cluster_id string, h long").select(
             "cluster_id", F.timestamp_micros("h").alias("horizon")
         )
         fps = {r["cluster_id"]: r["fingerprint"] for r in anchor_fingerprints(ctx, hz).collect()}
+    else:
+        fps = {}
+    if any(first[c] < h for c, h in horizons.items()):
         rows = carried_events(ctx, specs, hz).select(*schema_cols)
         rows = rows.join(F.broadcast(hz.select("cluster_id", F.unix_micros("horizon").alias(HORIZON_COLUMN))),
                          "cluster_id").withColumn(FINGERPRINT_COLUMN, F.lit(None).cast("string"))
     else:
-        fps = {}
-        rows = ctx.events.limit(0).select(*schema_cols).withColumn(HORIZON_COLUMN, F.lit(None).cast("long")).withColumn(
-            FINGERPRINT_COLUMN, F.lit(None).cast("string"))
+        rows = _no_carried_rows(ctx, schema_cols)
     markers = spark.createDataFrame(
         [(c, f"{MARKER_TYPE}|{c}", MARKER_TYPE, h, fps.get(c, "empty")) for c, h in sorted(horizons.items())],
         f"cluster_id string, event_id string, event_type string, {HORIZON_COLUMN} long, {FINGERPRINT_COLUMN} string",
@@ -205,3 +211,9 @@ def write_carries(
     else:
         storage.replace_where(CARRY_TABLE, out, "cluster_id", clusters)
     return {c: iso_of(h) for c, h in sorted(horizons.items())}
+
+
+def _no_carried_rows(ctx: CheckContext, schema_cols: list[str]) -> DataFrame:
+    """No carried event, in the carry's columns (the markers are added to it)."""
+    return ctx.events.limit(0).select(*schema_cols).withColumn(HORIZON_COLUMN, F.lit(None).cast("long")).withColumn(
+        FINGERPRINT_COLUMN, F.lit(None).cast("string"))

@@ -36,7 +36,7 @@ def run_timelines(spark: SparkSession, storage: LakeStorage, config: AppConfig, 
     built = {name: build(events, cfg) for name, build in sorted(builders.items())}
     changed = [
         name for name, df in built.items()
-        if storage.exists(silver_table(name)) and set(storage.read(silver_table(name)).columns) != set(df.columns)
+        if storage.exists(silver_table(name)) and set(storage.columns(silver_table(name))) != set(df.columns)
     ]
     if changed:  # a new build changed a silver schema: rebuild every cluster of every table
         log.warning("silver schema changed (%s): rebuilding every cluster", ", ".join(changed))
