@@ -139,7 +139,7 @@ def _run_pipeline(args: argparse.Namespace, stages: list[str]) -> tuple[int, dic
 
     from epoch_audit.config import load_config
     from epoch_audit.lake.storage import crash_point, open_storage
-    from epoch_audit.spark import get_spark
+    from epoch_audit.spark import get_spark, is_short_run
 
     started_at = dt.datetime.now(dt.UTC).replace(tzinfo=None)
     window = input_window(getattr(args, "since", None), getattr(args, "date", None))
@@ -148,17 +148,23 @@ def _run_pipeline(args: argparse.Namespace, stages: list[str]) -> tuple[int, dic
     if getattr(args, "cluster_id", None):
         config.ingest.cluster_id = args.cluster_id
     run_id = args.run_id or time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-" + uuid.uuid4().hex[:6]
+    inputs: list = []
     if getattr(args, "input", None):
         from epoch_audit.bronze.discover import discover
 
-        discover(args.input)  # bad paths fail here, before Spark starts
+        inputs = discover(args.input)  # bad paths fail here, before Spark starts
     _import_in_background(stages)
-    spark = get_spark(config.spark.master, config.spark.driver_memory, config.spark.conf)
+    short = bool(config.spark.master) and is_short_run(inputs, args.lake, config.spark.short_run_max_bytes)
+    if short:
+        log.info("short run: JVM without C2, Spark without generated code (under spark.short_run_max_bytes)")
+    spark = get_spark(config.spark.master, config.spark.driver_memory, config.spark.conf, short_run=short)
     storage = open_storage(spark, args.lake, config.storage.engine)
     from epoch_audit.stages.pipeline import INGEST, STAGES
     from epoch_audit.stages.state import record_run
 
-    summary: dict[str, Any] = {"run_id": run_id, "lake": args.lake, "engine": storage.engine, "stages": {}}
+    summary: dict[str, Any] = {
+        "run_id": run_id, "lake": args.lake, "engine": storage.engine, "short_run": short, "stages": {}
+    }
     exit_code = EXIT_OK
     for stage in stages:
         started = time.monotonic()

@@ -21,6 +21,9 @@ class SparkConf:
     master: str | None = "local[2]"  # null: reuse the active/cluster session, never override it
     driver_memory: str = "2g"
     conf: dict[str, Any] = field(default_factory=dict)
+    # A local run whose input files and local bronze events together hold fewer bytes starts its
+    # JVM for a short run (epoch_audit.spark.SHORT_RUN): compiling costs it more than running. 0: never.
+    short_run_max_bytes: int = 64 * 1024 * 1024
 
 
 @dataclass

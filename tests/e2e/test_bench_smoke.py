@@ -14,7 +14,8 @@ from epoch_audit_tools.bench_corpus import corpus_for, plan_parameters
 
 from epoch_audit.cli import main
 
-STAGES = ("ingest", "timelines", "checks")
+STAGES = ("ingest", "timelines", "checks", "validate")
+DUCKDB_STAGES = ("ingest", "timelines", "checks")
 
 
 @pytest.fixture(scope="module")
@@ -60,6 +61,7 @@ def test_corpus_off_by_more_than_10_percent_is_generated_again(tmp_path, monkeyp
 def test_stages_include_their_prerequisites():
     assert _stages("all") == list(STAGES)
     assert _stages("timelines") == ["ingest", "timelines"]
+    assert _stages("validate") == list(STAGES)
     assert _stages("ingest") == ["ingest"]
 
 
@@ -69,6 +71,9 @@ def test_bench_smoke_emits_every_field(spark, bench, capsys):
     code = main([
         "bench", "--events", "3000", "--mode", "kafka-kraft", "--seed", "3", "--baseline", "duckdb", "--json",
         "--corpus-root", str(bench / "corpus"), "--work", str(bench / "work"), "--out", str(out),
+        # The samples run is a child `epoch-audit run`: here on a missing input, so it stops before
+        # its Spark starts (exit 2) and the test proves only what is recorded of it.
+        "--samples-input", str(bench / "no-such-samples"),
     ])
     captured = capsys.readouterr()
     assert code == 0, captured.err[-2000:]
@@ -81,10 +86,16 @@ def test_bench_smoke_emits_every_field(spark, bench, capsys):
     assert result["peak_driver_rss_mb"] > 0
     assert isinstance(result["violations_agree"], bool)
     for stage in STAGES:
+        assert result["stages"][stage]["seconds"] > 0 and "memory" in result["stages"][stage]
+    for stage in DUCKDB_STAGES:
         s = result["stages"][stage]
-        assert s["seconds"] > 0
         assert s["duckdb_seconds"] is not None and s["duckdb_seconds"] >= 0
-        assert "ratio" in s and "memory" in s
+        assert "ratio" in s
+    validate = result["stages"]["validate"]
+    assert validate["expectations"] and validate["critical_failures"] == 0
+    samples = result["samples"]
+    assert samples["exit_code"] == 2 and samples["wall_seconds"] > 0
+    assert "no-such-samples" in samples["error"]
     assert result["stages"]["ingest"]["lines_per_second"] > 0
     # detection quality against the corpus's truth.jsonl is part of every run with checks
     assert set(result["detection"]) >= {"precision", "recall", "true_positives", "false_positives"}

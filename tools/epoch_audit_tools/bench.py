@@ -4,8 +4,11 @@
    under ``benchmarks/corpus/<mode>-s<seed>-n<events>/`` (reused when its manifest is there).
    Simulator parameters are calibrated from two small pilots' manifests (lines per simulated hour
    as a linear function of the produce rate); the output says how close the corpus came.
-2. Ours: Spark is started before any timing; ingest (raw -> bronze), timelines (bronze -> silver)
-   and checks (silver -> gold) run one after the other into a fresh lake, each timed on its own.
+2. Ours: Spark is started before any timing; ingest (raw -> bronze), timelines (bronze -> silver),
+   checks (silver -> gold) and validate (the GX suites over what the run wrote) run one after the
+   other into a fresh lake, each timed on its own. Before that (``--samples``, the default) the
+   README's first command runs in a child process on ``data/samples/`` into a fresh lake: its
+   wall time, Spark start included, is ``samples.wall_seconds``.
    A background thread samples /proc for the driver JVM, this Python process and the PySpark
    workers under the JVM, and keeps per-stage peaks.
 3. DuckDB (``--baseline duckdb``), same process, with as many threads as Spark has cores and a
@@ -26,6 +29,7 @@ import json
 import logging
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -47,6 +51,7 @@ from epoch_audit_tools.bench_resources import MemorySampler, cpu_seconds, rss_kb
 log = logging.getLogger("epoch_audit.bench")
 
 RESULTS_DIR = REPO / "benchmarks" / "results"
+SAMPLES = REPO / "data" / "samples"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -54,7 +59,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--events", type=int, required=True, help="corpus size: about this many log lines")
     p.add_argument("--mode", choices=("kafka-kraft", "kafka-zk", "redpanda"), default="kafka-kraft")
     p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--stages", default="all", help="comma list of ingest,timelines,checks or all")
+    p.add_argument("--stages", default="all", help="comma list of ingest,timelines,checks,validate or all")
+    p.add_argument("--samples", action=argparse.BooleanOptionalAction, default=True,
+                   help="also time `epoch-audit run` on data/samples/ (a child process, fresh lake)")
+    p.add_argument("--samples-input", default=str(SAMPLES), help=argparse.SUPPRESS)
     p.add_argument("--baseline", choices=("duckdb", "none"), default="duckdb")
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout (table on stderr)")
     p.add_argument("--out", nargs="?", const=str(RESULTS_DIR), default=None,
@@ -76,6 +84,7 @@ def run_ours(spark: Any, storage: Any, corpus: Path, config: Any, stages: list[s
     from epoch_audit.stages.check import run_checks
     from epoch_audit.stages.ingest import ingest
     from epoch_audit.stages.timelines import run_timelines
+    from epoch_audit.stages.validate import run_validation
 
     out: dict[str, Any] = {}
     run_id = "bench-" + time.strftime("%Y%m%dT%H%M%S", time.gmtime())
@@ -88,6 +97,8 @@ def run_ours(spark: Any, storage: Any, corpus: Path, config: Any, stages: list[s
             detail: dict[str, Any] = res.to_dict()
         elif stage == "timelines":
             detail = run_timelines(spark, storage, config).detail
+        elif stage == "validate":
+            detail = run_validation(spark, storage, config, run_id, this_run_only=True).detail
         else:
             res_checks, _ = run_checks(spark, storage, config, run_id)
             detail = res_checks.detail
@@ -164,6 +175,27 @@ def bronze_counts(storage: Any) -> dict[str, int]:
     return {r["event_type"]: int(r["count"]) for r in rows}
 
 
+def time_samples_run(samples: Path, work: Path, conf: str | None, profile: str) -> dict[str, Any]:
+    """The README's first command on ``samples`` into a fresh lake, in a child process (its own
+    Spark, started inside the timing): wall seconds, exit code and its stages' seconds."""
+    lake = work / "samples-lake"
+    shutil.rmtree(lake, ignore_errors=True)
+    cmd = [sys.executable, "-m", "epoch_audit.cli", "run", "--input", str(samples), "--lake", str(lake), "--json"]
+    cmd += ["--conf", conf] if conf else ["--profile", profile]
+    started = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    wall = time.perf_counter() - started
+    try:
+        stages = {k: v.get("seconds") for k, v in json.loads(proc.stdout).get("stages", {}).items()}
+    except (json.JSONDecodeError, AttributeError):
+        stages = {}
+    shutil.rmtree(lake, ignore_errors=True)
+    log.info("bench: samples run %.1f s wall, exit %d", wall, proc.returncode)
+    return {"command": "epoch-audit run --input data/samples --lake <fresh>", "input": str(samples),
+            "wall_seconds": round(wall, 3), "exit_code": proc.returncode, "stages": stages,
+            "error": proc.stderr.strip().splitlines()[-1] if proc.returncode not in (0, 3) and proc.stderr else None}
+
+
 # --- DuckDB -----------------------------------------------------------------------------------
 
 
@@ -219,7 +251,9 @@ def _stages(spec: str) -> list[str]:
         return list(STAGE_ORDER)
     unknown = wanted - set(STAGE_ORDER)
     if unknown:
-        raise UsageError(f"--stages: unknown stage(s) {', '.join(sorted(unknown))}; use ingest,timelines,checks,all")
+        raise UsageError(
+            f"--stages: unknown stage(s) {', '.join(sorted(unknown))}; use ingest,timelines,checks,validate,all"
+        )
     last = max(STAGE_ORDER.index(s) for s in wanted)
     return list(STAGE_ORDER[: last + 1])  # a later stage needs the earlier ones' tables
 
@@ -240,6 +274,10 @@ def run(args: argparse.Namespace) -> int:
     if args.driver_memory:
         config.spark.driver_memory = args.driver_memory
     corpus, manifest, corpus_info = corpus_for(Path(args.corpus_root), args.mode, args.seed, args.events)
+    work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="epoch-bench-"))
+    work.mkdir(parents=True, exist_ok=True)
+    # Before this process starts its Spark: the child has the machine to itself.
+    samples = time_samples_run(Path(args.samples_input), work, args.conf, args.profile) if args.samples else None
 
     # Spark starts before any timing.
     spark = get_spark(config.spark.master, config.spark.driver_memory, config.spark.conf)
@@ -249,7 +287,6 @@ def run(args: argparse.Namespace) -> int:
         jvm_pid = None
     spark.range(1).count()  # warm the JVM and the Python worker daemon
 
-    work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="epoch-bench-"))
     lake = work / "lake"
     if lake.exists():
         shutil.rmtree(lake)
@@ -288,6 +325,7 @@ def run(args: argparse.Namespace) -> int:
         "corpus": corpus_info,
         "stages": stages_out,
         "total_seconds": round(sum(s["seconds"] for s in stages_out.values()), 3),
+        "samples": samples,
         "peak_driver_rss_mb": overall.get("driver_rss_mb", 0.0),
         "peak_jvm_rss_mb": overall.get("jvm_rss_mb", 0.0),
         "peak_python_driver_rss_mb": overall.get("python_driver_rss_mb", 0.0),

@@ -10,7 +10,7 @@ from typing import Any
 from epoch_audit_tools.bench_corpus import REPO
 from epoch_audit_tools.bench_resources import MemorySampler
 
-STAGE_ORDER = ("ingest", "timelines", "checks")
+STAGE_ORDER = ("ingest", "timelines", "checks", "validate")
 CORE_INVARIANTS = ("write_accepted_by_fenced_leader", "stale_stop_replica_accepted", "stale_broker_epoch_isr_join")
 # Our event types the DuckDB parse produces, for the parse-count comparison.
 PARSED_TYPES = (
@@ -63,6 +63,9 @@ def stage_results(ours: dict[str, Any], duck: dict[str, Any], core: dict[str, fl
                 result["duckdb_cpu_seconds"] = duck["prepare_cpu_seconds"]
                 result["duckdb_steps"] = duck["prepare_steps"]
                 result["duckdb_export_seconds"] = duck["export_seconds"]
+        elif stage == "validate":  # no DuckDB counterpart: GX suites over the layers this run wrote
+            result["expectations"] = ours[stage]["detail"].get("expectations")
+            result["critical_failures"] = len(ours[stage]["detail"].get("critical_failures") or [])
         else:
             result["rows_per_second"] = (round(bronze_total / result["seconds"])
                                          if bronze_total and result["seconds"] else None)
@@ -153,6 +156,10 @@ def render_table(result: dict[str, Any], to_stderr: bool) -> None:
                           f"{s['duckdb_seconds']:.2f}" if s.get("duckdb_seconds") is not None else "-", "-",
                           f"{s['core_ratio']:.1f}x" if s.get("core_ratio") is not None else "-", "-", "-")
     console.print(table)
+    samples = result.get("samples")
+    if samples:
+        console.print(f"samples run (`epoch-audit run --input data/samples`, fresh lake, Spark start included): "
+                      f"{samples['wall_seconds']:.1f} s wall, exit {samples['exit_code']}")
     console.print(
         f"corpus: {result['corpus']['actual_lines']:,} lines written for {result['events']:,} requested "
         f"({result['corpus']['deviation_pct']:+.1f}%); peak driver RSS {result['peak_driver_rss_mb']:,.0f} MB, "
