@@ -43,7 +43,8 @@ from typing import Any
 from pyspark.sql import DataFrame
 from pyspark.sql.types import IntegerType, LongType
 
-from epoch_audit.bronze.parsers.rows import Row, java_regex, map_rows, try_cast
+from epoch_audit.bronze.parsers.rows import Row, map_rows, try_cast
+from epoch_audit.bronze.parsers.spark_strings import java_pattern
 from epoch_audit.bronze.parsers.templates.redpanda_raft import (
     LEADERS_TABLE_TEMPLATE,
     NAMED_NUMBER,
@@ -54,43 +55,14 @@ from epoch_audit.bronze.parsers.templates.redpanda_raft import (
     RaftTemplate,
 )
 
-# Java's "." stops at every line terminator and its "$" (no MULTILINE) also matches before a final
-# one: the patterns are written for Java, these are their meanings in Python.
-_ANY = "[^\n\r\u0085\u2028\u2029]"
-_END = "(?=(?:\r\n|[\n\r\u0085\u2028\u2029])?\\Z)"
-
-
-def _java(pattern: str) -> re.Pattern[str]:
-    """``pattern`` (Java syntax) compiled so that it matches in Python exactly where it does in Java."""
-    out: list[str] = []
-    i, in_class = 0, False
-    while i < len(pattern):
-        c = pattern[i]
-        if c == "\\":
-            out.append(pattern[i:i + 2])
-            i += 2
-            continue
-        if in_class:
-            in_class = c != "]"
-        elif c == "[":
-            in_class = True
-        elif c == ".":
-            c = _ANY
-        elif c == "$":
-            c = _END
-        out.append(c)
-        i += 1
-    return java_regex("".join(out))
-
-
 _GROUP_PREFIX = r"^\[group_id:(-?\d+), \{([^{}]*)\}\] "
 # the vlog "<file>:<line> - " part, in case the framing stage left it in the message
 _SRC_LOC = r"(?:[\w.+-]+\.(?:cc|h|hh|cpp):\d+ - )?"
-_GROUP = _java(_GROUP_PREFIX)
-_GROUP_AND_SRC = _java(_GROUP_PREFIX + _SRC_LOC)
-_NTP = _java(r"^([^/]+)/(.+)/(\d+)$")
-_NODE = _java(r"^\{*(?:id: \{?)?(-?\d+)\}?")
-_VOTER = _java(r"id: \{?(-?\d+)")
+_GROUP = java_pattern(_GROUP_PREFIX)
+_GROUP_AND_SRC = java_pattern(_GROUP_PREFIX + _SRC_LOC)
+_NTP = java_pattern(r"^([^/]+)/(.+)/(\d+)$")
+_NODE = java_pattern(r"^\{*(?:id: \{?)?(-?\d+)\}?")
+_VOTER = java_pattern(r"id: \{?(-?\d+)")
 # cheap pre-filter first: every template names a vote/voting, a term or a leader
 _RELEVANT = re.compile("vot|term|leader", re.ASCII | re.IGNORECASE)
 
@@ -100,7 +72,7 @@ _INT, _LONG = IntegerType(), LongType()
 # start-up offsets of "started raft, log offsets: {...}": kept in details (sentinel dropped); the
 # *_offset_term values are the terms of log entries, never the node's own term
 _STARTUP_OFFSETS = tuple(
-    (key, _java(r"(?:^|[{ ])" + key + r":" + NAMED_NUMBER))
+    (key, java_pattern(r"(?:^|[{ ])" + key + r":" + NAMED_NUMBER))
     for key in (
         "start_offset", "committed_offset", "committed_offset_term", "dirty_offset", "dirty_offset_term",
         "last_term_start_offset",
@@ -114,7 +86,7 @@ class _Compiled:
 
     def __init__(self, template: RaftTemplate) -> None:
         self.t = template
-        self.regex = _java(template.regex)
+        self.regex = java_pattern(template.regex)
         # the "[pre-vote: ...]" tag exists from v24.1.1; the untagged forms are v22.1-v23.3
         self.tagged = template.hint is None and template.regex.startswith(PREVOTE_TAG)
         self.vote_acks = template.regex.startswith("^vote acks")
