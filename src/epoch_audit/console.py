@@ -27,6 +27,7 @@ OWN_LOGGERS = (LOGGER, "epoch_audit_tools")
 PLAIN_FORMAT = "%(asctime)s %(levelname)s %(message)s"
 PLAIN_TIME = "%Y-%m-%dT%H:%M:%SZ"
 HEARTBEAT_SECONDS = 300.0  # plain logs: a stage running longer says so this often
+MIN_SCALE, MAX_SCALE = 0.25, 4.0  # bounds of the ETA's "this run is N times as fast as expected"
 # A first run has no earlier run to time its stages by: their shares in a run over the samples
 # (scaled, as the run goes, by how long its first stages really took).
 DEFAULT_STAGE_SECONDS = {"ingest": 100.0, "timelines": 120.0, "check": 270.0, "validate": 70.0, "report": 15.0}
@@ -88,7 +89,7 @@ class RunProgress:
 
     The ETA is the expected time left of the current stage plus the later ones, all scaled by how
     much faster or slower than expected the finished stages ran (a night with more logs ingests
-    longer and checks longer too).
+    longer and checks longer too), by a factor kept within [MIN_SCALE, MAX_SCALE].
     """
 
     def __init__(self, stages: list[str], expected: dict[str, float], console: Console | None) -> None:
@@ -108,7 +109,8 @@ class RunProgress:
         now = time.monotonic() if now is None else now
         spent = sum(self.done.values())
         planned = sum(self.expected[s] for s in self.done)
-        scale = spent / planned if planned else 1.0
+        # clamped: a night with nothing new ingests in seconds, yet validating still takes its time
+        scale = min(max(spent / planned, MIN_SCALE), MAX_SCALE) if planned else 1.0
         pending = [s for s in self.stages if s not in self.done and s != self.current]
         left = sum(self.expected[s] for s in pending) * scale
         if self.current:

@@ -291,6 +291,8 @@ def test_progress_on_a_terminal_shows_stage_and_eta():
         # ingest ran far faster than last time: the check is expected faster too
         progress.done["ingest"] = 50.0
         assert progress.remaining() == pytest.approx(25.0)
+        progress.done["ingest"] = 1.0  # nothing new to ingest: the checks still take a share of their time
+        assert progress.remaining() == pytest.approx(50.0 * 0.25)
     text = out.getvalue()
     assert "ingest (1/2)" in text and "ETA ~0:02:20" in text
 
