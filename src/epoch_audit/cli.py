@@ -1,7 +1,7 @@
-"""``epoch-audit`` command line.
+"""The epoch-audit command line: argument parsing, the run of a command's stages, exit codes.
 
 Exit codes: 0 = ran, nothing wrong found; 3 = ran, and found violations of severity error or
-failed critical expectations; 2 = bad usage, config or input path (one line on stderr);
+failed critical expectations; 2 = bad usage, config, input or lake path (one line on stderr);
 1 = internal failure.
 """
 
@@ -16,16 +16,71 @@ import time
 import uuid
 from typing import Any
 
-from epoch_audit.errors import UsageError
+from epoch_audit import __version__
+from epoch_audit.errors import LakePathError, UsageError, error_object, lake_failure, one_line
 
 EXIT_OK, EXIT_INTERNAL, EXIT_USAGE, EXIT_FOUND = 0, 1, 2, 3
 
 log = logging.getLogger("epoch_audit")
 
+DESCRIPTION = (
+    "Audit Kafka and Redpanda broker and controller logs for replication-safety violations:\n"
+    "raw logs -> bronze events -> silver epoch timelines -> gold violations -> validation -> HTML report,\n"
+    "all in one Delta lake. Runs on PySpark: Java 17 must be installed."
+)
+EXIT_CODES = """\
+exit codes:
+  0  ran, nothing wrong found
+  3  ran, and found new violations of severity error or failed critical expectations
+  2  bad usage, config, input path or lake path (one line on stderr; do not retry)
+  1  internal failure (retry; --debug shows the traceback)
+"""
+EXAMPLES = """\
+examples:
+  epoch-audit run --input data/samples --lake lake
+      the whole pipeline over the committed samples (exits 3: they hold injected violations);
+      the report is lake/reports/<run_id>/index.html
+  epoch-audit run --input /logs --lake /lake --since 2024-03-05 --json
+      a nightly run over what arrived since that day; the run summary as JSON on stdout
+  epoch-audit validate --lake /lake --profile cluster
+      one stage on an existing lake
+"""
+OUTPUT = """\
+output:
+  progress and logs on stderr (a progress bar on a terminal, plain lines elsewhere), ending with one
+  summary line: status, exit code, new violations, failed expectations, wall time, report path.
+  --json prints the run summary (or, on failure, {"status": "error", "exit_code": N, "error": {...}})
+  as one JSON object on stdout.
+"""
+
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # one line, exit 2
-        raise UsageError(message)
+        raise UsageError(f"{message} (see '{self.prog} --help')")
+
+
+def _help_format(prog: str) -> argparse.HelpFormatter:
+    """Help as written (examples and exit codes keep their lines), options in a wide first column."""
+    return argparse.RawDescriptionHelpFormatter(prog, max_help_position=32)
+
+
+class _VersionAction(argparse.Action):
+    """``--version``: this package's version and the Python and PySpark it runs on (asked for in bug reports)."""
+
+    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest=dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any, **kwargs: Any) -> None:
+        import platform
+
+        try:
+            import pyspark
+
+            spark = f", PySpark {pyspark.__version__}"
+        except ImportError:
+            spark = ""
+        print(f"epoch-audit {__version__} (Python {platform.python_version()}{spark})")
+        parser.exit(EXIT_OK)
 
 
 RUN_ID = re.compile(r"[A-Za-z0-9._-]{1,64}")
@@ -41,23 +96,28 @@ def run_id_argument(value: str) -> str:
 
 
 def _common(p: argparse.ArgumentParser, needs_input: bool = False) -> None:
-    p.add_argument("--lake", required=True, help="lake directory (Delta tables live under it)")
-    p.add_argument("--conf", default=None, help="YAML config file (default: conf/local.yaml)")
-    p.add_argument("--profile", default="local", help="profile in conf/ when --conf is not given")
-    p.add_argument("--run-id", default=None, type=run_id_argument,
-                   help="run id, [A-Za-z0-9._-]{1,64} without '..' (default: generated)")
-    p.add_argument("--json", action="store_true", help="print a one-object JSON summary on stdout")
-    p.add_argument("--debug", action="store_true", help="show tracebacks and Spark logs")
+    p.add_argument("--lake", required=True, metavar="DIR",
+                   help="lake directory, created if missing (Delta tables live under it)")
+    p.add_argument("--conf", default=None, metavar="FILE", help="YAML config file (default: the --profile's)")
+    p.add_argument("--profile", default="local", metavar="NAME",
+                   help="profile in the package's conf/: local (default), cluster, databricks")
+    p.add_argument("--run-id", default=None, type=run_id_argument, metavar="ID",
+                   help="run id, [A-Za-z0-9._-]{1,64} without '..' (default: UTC time + random suffix)")
+    p.add_argument("--json", action="store_true",
+                   help="print the run summary, or the error, as one JSON object on stdout")
+    p.add_argument("--debug", action="store_true", help="show tracebacks, third-party and Spark logs")
     if needs_input:
-        p.add_argument("--input", action="append", required=True, help="input file or directory (repeatable)")
-        p.add_argument("--cluster-id", default=None, help="cluster id when no cluster=<id> path segment names it")
+        p.add_argument("--input", action="append", required=True, metavar="PATH",
+                       help="input file or directory (repeatable)")
+        p.add_argument("--cluster-id", default=None, metavar="ID",
+                       help="cluster id when no cluster=<id> path segment names it")
         window = p.add_mutually_exclusive_group()
         window.add_argument(
-            "--since", default=None,
+            "--since", default=None, metavar="TIME",
             help="read only input files modified at or after this UTC time (YYYY-MM-DD or YYYY-MM-DDTHH:MM[:SS])",
         )
         window.add_argument(
-            "--date", default=None, help="read only input files modified on this UTC day (YYYY-MM-DD)"
+            "--date", default=None, metavar="DAY", help="read only input files modified on this UTC day (YYYY-MM-DD)"
         )
 
 
@@ -73,32 +133,27 @@ def _dev_commands(sub: argparse._SubParsersAction) -> dict[str, Any]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="epoch-audit", description=__doc__.split("\n\n")[0])
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    run = sub.add_parser("run", help="the whole pipeline: ingest, timelines, check, validate, report")
-    _common(run, needs_input=True)
-    ingest = sub.add_parser("ingest", help="raw files → bronze tables")
-    _common(ingest, needs_input=True)
-    for name, text in (
-        ("timelines", "bronze → silver timelines"),
-        ("check", "silver → gold violations"),
-        ("validate", "expectation suites on every layer"),
-        ("report", "HTML run report"),
+    parser = _Parser(
+        prog="epoch-audit", description=DESCRIPTION, epilog=EXAMPLES + "\n" + EXIT_CODES + "\n" + OUTPUT,
+        formatter_class=_help_format,
+    )
+    parser.add_argument("--version", action=_VersionAction, help="print the version and exit")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser, metavar="COMMAND")
+    for name, text, needs_input in (
+        ("run", "the whole pipeline: ingest, timelines, check, validate, report", True),
+        ("ingest", "raw log files -> bronze tables", True),
+        ("timelines", "bronze -> silver epoch timelines", False),
+        ("check", "silver -> gold violations", False),
+        ("validate", "expectation suites on every layer", False),
+        ("report", "the HTML run report", False),
     ):
-        _common(sub.add_parser(name, help=text))
+        epilog = (EXAMPLES + "\n" if name == "run" else "") + EXIT_CODES
+        command = sub.add_parser(
+            name, help=text, description=text, epilog=epilog, formatter_class=_help_format
+        )
+        _common(command, needs_input=needs_input)
     parser.set_defaults(dev_commands=_dev_commands(sub))
     return parser
-
-
-def _setup_logging(debug: bool) -> None:
-    from rich.console import Console
-    from rich.logging import RichHandler
-
-    # Logs and progress go to stderr: stdout carries only the --json summary.
-    handler = RichHandler(console=Console(stderr=True), show_path=False, markup=False, rich_tracebacks=debug)
-    logging.basicConfig(level=logging.DEBUG if debug else logging.INFO, handlers=[handler], format="%(message)s")
-    for noisy in ("py4j", "pyspark", "great_expectations", "urllib3", "deltalake"):
-        logging.getLogger(noisy).setLevel(logging.WARNING)
 
 
 def input_window(since: str | None, date: str | None) -> tuple[float | None, float | None]:
@@ -134,10 +189,31 @@ def _import_in_background(stages: list[str]) -> None:
     threading.Thread(target=load, name="import-stages", daemon=True).start()
 
 
-def _run_pipeline(args: argparse.Namespace, stages: list[str]) -> tuple[int, dict[str, Any]]:
+def _previous_stage_seconds(spark: Any, storage: Any, command: str) -> dict[str, float]:
+    """Per stage, how long the last completed run of ``command`` took (the progress display's ETA)."""
+    from pyspark.sql import functions as F
+
+    from epoch_audit.console import stage_seconds
+    from epoch_audit.lake.tables import RUN_SUMMARY_TABLE
+
+    try:
+        if not storage.exists(RUN_SUMMARY_TABLE):
+            return {}
+        rows = (
+            storage.read(RUN_SUMMARY_TABLE).where(F.col("command") == command)
+            .orderBy(F.col("finished_at").desc()).select("summary").limit(1).collect()
+        )
+        return stage_seconds(json.loads(rows[0]["summary"])) if rows else {}
+    except Exception as err:  # an estimate only: never fail a run over it
+        log.debug("no stage times of an earlier run: %s", err)
+        return {}
+
+
+def _run_pipeline(args: argparse.Namespace, stages: list[str], console: Any = None) -> tuple[int, dict[str, Any]]:
     import datetime as dt
 
     from epoch_audit.config import load_config
+    from epoch_audit.console import RunProgress
     from epoch_audit.lake.storage import crash_point, open_storage
     from epoch_audit.spark import get_spark, is_short_run
 
@@ -159,83 +235,137 @@ def _run_pipeline(args: argparse.Namespace, stages: list[str]) -> tuple[int, dic
         log.info("short run: JVM without C2, Spark without generated code (under spark.short_run_max_bytes)")
     spark = get_spark(config.spark.master, config.spark.driver_memory, config.spark.conf, short_run=short)
     storage = open_storage(spark, args.lake, config.storage.engine)
-    from epoch_audit.stages.pipeline import INGEST, STAGES
+    from epoch_audit.stages.pipeline import INGEST
     from epoch_audit.stages.state import record_run
 
     summary: dict[str, Any] = {
         "run_id": run_id, "lake": args.lake, "engine": storage.engine, "short_run": short, "stages": {}
     }
     exit_code = EXIT_OK
-    for stage in stages:
-        started = time.monotonic()
-        if stage == INGEST:
-            from epoch_audit.stages.ingest import ingest
-
-            result = ingest(spark, storage, args.input, config, run_id, window=window)
-            detail: dict[str, Any] = {"status": "ran", **result.to_dict()}
-            log.info(
-                "ingest: %d files (%d read), %d lines = %d parsed + %d irrelevant + %d malformed",
-                result.files_seen, result.files_read, result.lines_read, result.parsed,
-                result.irrelevant, result.malformed,
-            )
-        elif stage in STAGES:
-            res = STAGES[stage].run(spark, storage, config, run_id, ingested=INGEST in stages)
-            detail = {"status": res.status, **res.detail}
-        else:
-            detail = {"status": "skipped", "reason": f"stage {stage} is not in this build yet"}
-        if stage == "check":
-            errors = sum(v["count"] for v in res.detail.get("violations", []) if v["severity"] == "error")
-            if errors:
+    expected = _previous_stage_seconds(spark, storage, args.command) if console is not None else {}
+    with RunProgress(stages, expected, console) as progress:
+        for stage in stages:
+            with progress.stage(stage):
+                detail = _run_stage(stage, spark, storage, config, run_id, args, window, ingested=INGEST in stages)
+            if stage == "check":
+                errors = sum(v["count"] for v in detail.get("violations", []) if v["severity"] == "error")
+                if errors:
+                    exit_code = EXIT_FOUND
+                for v in detail.get("violations", []):
+                    log.info("violation %s (%s, %s): %d", v["invariant"], v["severity"], v["confidence"], v["count"])
+                for r in detail.get("rejected_isr_joins", []):
+                    log.info("ISR join rejected by the controller (system working) in %s, %s: %d",
+                             r["cluster_id"], r["reason"], r["count"])
+            elif stage == "validate" and detail.get("critical_failures"):
                 exit_code = EXIT_FOUND
-            for v in res.detail.get("violations", []):
-                log.info("violation %s (%s, %s): %d", v["invariant"], v["severity"], v["confidence"], v["count"])
-            for r in res.detail.get("rejected_isr_joins", []):
-                log.info("ISR join rejected by the controller (system working) in %s, %s: %d",
-                         r["cluster_id"], r["reason"], r["count"])
-        elif stage == "validate" and res.detail.get("critical_failures"):
-            exit_code = EXIT_FOUND
-        if detail["status"] == "skipped":
-            log.warning("stage %s skipped: %s", stage, detail.get("reason"))
-        detail["seconds"] = round(time.monotonic() - started, 3)
-        summary["stages"][stage] = detail
-        crash_point(f"stage:{stage}")
+            if detail["status"] == "skipped":
+                log.warning("stage %s skipped: %s", stage, detail.get("reason"))
+            detail["seconds"] = round(progress.done[stage], 3)
+            log.info("%s: done in %.1f s", stage, detail["seconds"])
+            summary["stages"][stage] = detail
+            crash_point(f"stage:{stage}")
     summary["exit_code"] = exit_code
+    summary["status"] = "found" if exit_code == EXIT_FOUND else "ok"
     # Last: from now on the violations this run wrote count as reported (a killed run has no row,
     # so the next run reports them).
     record_run(spark, storage, summary, args.command, started_at, dt.datetime.now(dt.UTC).replace(tzinfo=None))
     return exit_code, summary
 
 
+def _run_stage(
+    stage: str, spark: Any, storage: Any, config: Any, run_id: str, args: argparse.Namespace,
+    window: tuple[float | None, float | None], ingested: bool,
+) -> dict[str, Any]:
+    """Run one stage; return its part of the run summary."""
+    from epoch_audit.stages.pipeline import INGEST, STAGES
+
+    if stage == INGEST:
+        from epoch_audit.stages.ingest import ingest
+
+        result = ingest(spark, storage, args.input, config, run_id, window=window)
+        log.info(
+            "ingest: %d files (%d read), %d lines = %d parsed + %d irrelevant + %d malformed",
+            result.files_seen, result.files_read, result.lines_read, result.parsed,
+            result.irrelevant, result.malformed,
+        )
+        return {"status": "ran", **result.to_dict()}
+    if stage in STAGES:
+        res = STAGES[stage].run(spark, storage, config, run_id, ingested=ingested)
+        return {"status": res.status, **res.detail}
+    return {"status": "skipped", "reason": f"stage {stage} is not in this build yet"}
+
+
+def _error_kind(err: BaseException) -> str:
+    from epoch_audit.bronze.discover import InputError
+    from epoch_audit.config import ConfigError
+
+    if isinstance(err, UsageError):
+        return "usage"
+    if isinstance(err, ConfigError):
+        return "config"
+    if isinstance(err, InputError):
+        return "input"
+    return "lake"  # LakePathError, LakeBusyError, StorageError
+
+
+def _fail(kind: str, message: str, code: int, as_json: bool, path: str | None = None) -> int:
+    """Report a failure: one line on stderr naming the exit code; with --json, one error object on stdout."""
+    prefix = "epoch-audit: internal error" if code == EXIT_INTERNAL and kind == "internal" else "epoch-audit: error"
+    print(f"{prefix}: {message} (exit {code})", file=sys.stderr)
+    if as_json:
+        print(json.dumps(error_object(kind, message, code, path), sort_keys=True))
+    return code
+
+
 def main(argv: list[str] | None = None) -> int:
     from epoch_audit.bronze.discover import InputError
     from epoch_audit.config import ConfigError
+    from epoch_audit.console import setup_logging, summary_line
     from epoch_audit.lake.lock import LakeBusyError, lake_lock
+    from epoch_audit.lake.preflight import check_lake_path
     from epoch_audit.lake.storage import StorageError
-    from epoch_audit.stages.pipeline import COMMAND_STAGES
 
-    debug = "--debug" in (argv if argv is not None else sys.argv[1:])
+    argv = list(sys.argv[1:] if argv is None else argv)
+    started = time.monotonic()
+    debug, as_json = "--debug" in argv, "--json" in argv
+    parser = build_parser()
+    if not argv:  # what to type, rather than "required: command"
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    lake: str | None = None
     try:
-        args = build_parser().parse_args(argv)
-        _setup_logging(getattr(args, "debug", False))
+        try:
+            args = parser.parse_args(argv)
+        except SystemExit as done:  # --help, --version: printed, nothing to run
+            return int(done.code or 0)
+        console = setup_logging(getattr(args, "debug", False))
         if args.command in args.dev_commands:
             return args.dev_commands[args.command](args)
+        from epoch_audit.stages.pipeline import COMMAND_STAGES
+
+        lake = args.lake
+        check_lake_path(args.lake)  # before the lock and Spark: a bad lake fails in a second, naming why
         with lake_lock(args.lake, f"epoch-audit {args.command}"):
-            code, summary = _run_pipeline(args, COMMAND_STAGES[args.command])
+            code, summary = _run_pipeline(args, COMMAND_STAGES[args.command], console)
         if args.json:
             print(json.dumps(summary, sort_keys=True, default=str))
+        print(summary_line(summary, args.command, code, time.monotonic() - started), file=sys.stderr)
         return code
-    except (UsageError, ConfigError, InputError, StorageError, LakeBusyError) as err:
-        print(f"epoch-audit: error: {err}", file=sys.stderr)
-        return EXIT_USAGE
+    except (UsageError, ConfigError, InputError, StorageError, LakeBusyError, LakePathError) as err:
+        kind = _error_kind(err)
+        return _fail(kind, str(err), EXIT_USAGE, as_json, getattr(err, "path", lake if kind == "lake" else None))
     except KeyboardInterrupt:
-        print("epoch-audit: interrupted", file=sys.stderr)
-        return EXIT_INTERNAL
+        return _fail("interrupted", "interrupted", EXIT_INTERNAL, as_json)
     except Exception as err:  # one line unless --debug
+        text = f"{err}\n{one_line(err)}"
+        found = lake_failure(text, lake) if lake else None
+        if found is not None:  # the lake broke under the run (permissions, full disk): not worth a retry
+            return _fail("lake", str(found), EXIT_USAGE, as_json, found.path)
         if debug:
+            if as_json:
+                print(json.dumps(error_object("internal", one_line(err), EXIT_INTERNAL), sort_keys=True))
             raise
-        first = str(err).strip().splitlines()[0] if str(err).strip() else ""
-        print(f"epoch-audit: internal error: {type(err).__name__}: {first[:300]}", file=sys.stderr)
-        return EXIT_INTERNAL
+        return _fail("internal", one_line(err), EXIT_INTERNAL, as_json)
 
 
 if __name__ == "__main__":

@@ -166,4 +166,7 @@ def load_config(path: str | Path | None = None, profile: str = "local") -> AppCo
     except yaml.YAMLError as err:
         first = str(err).splitlines()[0] if str(err) else "syntax error"
         raise ConfigError(f"{source}: invalid YAML ({first})") from None
-    return _validate(_build(AppConfig, data, ""))
+    try:
+        return _validate(_build(AppConfig, data, ""))
+    except ConfigError as err:  # one line that names the file as well as the key
+        raise ConfigError(f"{source}: {err}") from None
