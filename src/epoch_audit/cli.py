@@ -232,7 +232,7 @@ def _run_pipeline(args: argparse.Namespace, stages: list[str], console: Any = No
     _import_in_background(stages)
     short = bool(config.spark.master) and is_short_run(inputs, args.lake, config.spark.short_run_max_bytes)
     if short:
-        log.info("short run: JVM without C2, Spark without generated code (under spark.short_run_max_bytes)")
+        log.debug("short run: JVM without C2, Spark without generated code (under spark.short_run_max_bytes)")
     spark = get_spark(config.spark.master, config.spark.driver_memory, config.spark.conf, short_run=short)
     storage = open_storage(spark, args.lake, config.storage.engine)
     from epoch_audit.stages.pipeline import INGEST
