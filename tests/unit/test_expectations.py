@@ -273,3 +273,36 @@ def test_partition_epoch_repeated_by_a_split_brain_is_explained_by_gold(spark, t
         ("orders", "3", "7", "7")
     ]
     assert code == 3
+
+
+def _broadcast_rows(plan) -> list[int]:
+    """numOutputRows of every BroadcastExchange of an executed (adaptive) Spark plan, via py4j."""
+    name = plan.nodeName()
+    if name.startswith("AdaptiveSparkPlan"):
+        return _broadcast_rows(plan.executedPlan())
+    if name.endswith("QueryStage"):  # broadcast, shuffle, result (Spark 4) stages wrap their plan
+        return _broadcast_rows(plan.plan())
+    if name == "ReusedExchange":
+        return _broadcast_rows(plan.child())
+    found = [int(plan.metrics().get("numOutputRows").get().value())] if name == "BroadcastExchange" else []
+    children = plan.children()
+    for i in range(children.size()):
+        found += _broadcast_rows(children.apply(i))
+    return found
+
+
+def test_evidence_check_never_broadcasts_bronze(validated, spark):
+    """The evidence check runs on executors: what it broadcasts is bounded by gold's evidence ids,
+    never by bronze (whose ``event_id`` projection Spark sizes below the broadcast threshold)."""
+    from epoch_audit.validate.gold import evidence_query
+
+    storage = validated[0]
+    storage.read("bronze/events").createOrReplaceTempView("ea_v_bronze_events")
+    storage.read("gold/violations").createOrReplaceTempView("ea_t_gold")
+    events = storage.read("bronze/events").count()
+    evidence_ids = storage.read("gold/violations").selectExpr("explode(evidence)").distinct().count()
+    assert events > evidence_ids
+    df = spark.sql(evidence_query().format(batch="ea_t_gold"))
+    assert df.collect() == []
+    broadcasts = _broadcast_rows(df._jdf.queryExecution().executedPlan())
+    assert broadcasts and max(broadcasts) <= evidence_ids
