@@ -215,3 +215,94 @@ def test_corrupted_bronze_fails_the_right_expectations_with_keys(validated):
     assert rate == [{"malformed": "51", "lines_read": "1300", "quarantine_rate": "0.039231"}]
     le = _keys(bad["silver/partition_timeline::leader_epoch_increases"])
     assert [(k["event_id"], k["prev_leader_epoch"], k["leader_epoch"]) for k in le] == [("t-drop", "6", "4")]
+
+
+# A split brain in ZooKeeper mode, as the simulator's two_leaders_same_epoch fault writes it: the old
+# controller (2, epoch 5) and the new one (1, epoch 6) both elect a leader of orders-8 from the same
+# state, so both decisions carry LE 9 and PE 15. The checker reports two_leaders_same_epoch there; the
+# PE that does not rise is the same fault, not a broken timeline. orders-3 repeats its PE without any
+# violation behind it: that one stays unexpected.
+SPLIT_BRAIN = {
+    "cluster=zk/broker-1/state-change.log": (
+        "[2024-03-05 00:42:29,973] INFO [Controller id=1 epoch=4] Changed partition orders-8 from OnlinePartition "
+        "to OnlinePartition with state LeaderAndIsr(leader=5, leaderEpoch=8, isrWithBrokerEpoch=List(BrokerState("
+        "brokerId=4, brokerEpoch=-1), BrokerState(brokerId=5, brokerEpoch=-1), BrokerState(brokerId=1, "
+        "brokerEpoch=-1)), leaderRecoveryState=RECOVERED, partitionEpoch=14) (state.change.logger)\n"
+        "[2024-03-05 00:47:02,073] INFO [Controller id=1 epoch=6] Changed partition orders-8 from OnlinePartition "
+        "to OnlinePartition with state LeaderAndIsr(leader=4, leaderEpoch=9, isrWithBrokerEpoch=List(BrokerState("
+        "brokerId=4, brokerEpoch=-1), BrokerState(brokerId=5, brokerEpoch=-1), BrokerState(brokerId=1, "
+        "brokerEpoch=-1)), leaderRecoveryState=RECOVERED, partitionEpoch=15) (state.change.logger)\n"
+        "[2024-03-05 00:47:04,973] INFO [Controller id=1 epoch=6] Changed partition orders-8 from OnlinePartition "
+        "to OnlinePartition with state LeaderAndIsr(leader=1, leaderEpoch=10, isrWithBrokerEpoch=List(BrokerState("
+        "brokerId=4, brokerEpoch=-1), BrokerState(brokerId=5, brokerEpoch=-1), BrokerState(brokerId=1, "
+        "brokerEpoch=-1)), leaderRecoveryState=RECOVERED, partitionEpoch=16) (state.change.logger)\n"
+        "[2024-03-05 00:48:00,100] INFO [Controller id=1 epoch=6] Changed partition orders-3 from OnlinePartition "
+        "to OnlinePartition with state LeaderAndIsr(leader=2, leaderEpoch=4, isrWithBrokerEpoch=List(BrokerState("
+        "brokerId=2, brokerEpoch=-1), BrokerState(brokerId=3, brokerEpoch=-1)), leaderRecoveryState=RECOVERED, "
+        "partitionEpoch=7) (state.change.logger)\n"
+        "[2024-03-05 00:49:59,974] INFO [Controller id=1 epoch=6] Partition orders-3 state changed to (Leader:2,ISR:2,"
+        "LeaderRecoveryState:RECOVERED,LeaderEpoch:5,ZkVersion:7,ControllerEpoch:6) after removing replica 3 from "
+        "the ISR as part of transition to OfflineReplica (state.change.logger)\n"
+    ),
+    "cluster=zk/broker-2/state-change.log": (
+        "[2024-03-05 00:47:00,022] INFO [Controller id=2 epoch=5] Changed partition orders-8 from OnlinePartition "
+        "to OnlinePartition with state LeaderAndIsr(leader=1, leaderEpoch=9, isrWithBrokerEpoch=List(BrokerState("
+        "brokerId=4, brokerEpoch=-1), BrokerState(brokerId=5, brokerEpoch=-1), BrokerState(brokerId=1, "
+        "brokerEpoch=-1)), leaderRecoveryState=RECOVERED, partitionEpoch=15) (state.change.logger)\n"
+    ),
+}
+
+
+def test_partition_epoch_repeated_by_a_split_brain_is_explained_by_gold(spark, tmp_path):
+    from epoch_audit.cli import main
+
+    for path, text in SPLIT_BRAIN.items():
+        (tmp_path / "in" / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "in" / path).write_text(text)
+    lake = tmp_path / "lake"
+    code = main(["run", "--input", str(tmp_path / "in"), "--lake", str(lake), "--run-id", "split-1"])
+    storage = DeltaRsStorage(spark, str(lake))
+    gold = [(r["invariant"], r["topic"], r["partition"], r["leader_epoch"])
+            for r in storage.read("gold/violations").collect()]
+    assert ("two_leaders_same_epoch", "orders", 8, 9) in gold
+    assert not [g for g in gold if g[1:3] == ("orders", 3)]
+    results = _results(storage, "split-1")
+    pe = results["silver/partition_timeline::partition_epoch_increases"]
+    assert pe["status"] == "failed"
+    assert [(k["topic"], k["partition"], k["prev_partition_epoch"], k["partition_epoch"]) for k in _keys(pe)] == [
+        ("orders", "3", "7", "7")
+    ]
+    assert code == 3
+
+
+def _broadcast_rows(plan) -> list[int]:
+    """numOutputRows of every BroadcastExchange of an executed (adaptive) Spark plan, via py4j."""
+    name = plan.nodeName()
+    if name.startswith("AdaptiveSparkPlan"):
+        return _broadcast_rows(plan.executedPlan())
+    if name.endswith("QueryStage"):  # broadcast, shuffle, result (Spark 4) stages wrap their plan
+        return _broadcast_rows(plan.plan())
+    if name == "ReusedExchange":
+        return _broadcast_rows(plan.child())
+    found = [int(plan.metrics().get("numOutputRows").get().value())] if name == "BroadcastExchange" else []
+    children = plan.children()
+    for i in range(children.size()):
+        found += _broadcast_rows(children.apply(i))
+    return found
+
+
+def test_evidence_check_never_broadcasts_bronze(validated, spark):
+    """The evidence check runs on executors: what it broadcasts is bounded by gold's evidence ids,
+    never by bronze (whose ``event_id`` projection Spark sizes below the broadcast threshold)."""
+    from epoch_audit.validate.gold import evidence_query
+
+    storage = validated[0]
+    storage.read("bronze/events").createOrReplaceTempView("ea_v_bronze_events")
+    storage.read("gold/violations").createOrReplaceTempView("ea_t_gold")
+    events = storage.read("bronze/events").count()
+    evidence_ids = storage.read("gold/violations").selectExpr("explode(evidence)").distinct().count()
+    assert events > evidence_ids
+    df = spark.sql(evidence_query().format(batch="ea_t_gold"))
+    assert df.collect() == []
+    broadcasts = _broadcast_rows(df._jdf.queryExecution().executedPlan())
+    assert broadcasts and max(broadcasts) <= evidence_ids

@@ -17,7 +17,9 @@
 The LE and one-leader rules are also protocol invariants (``leader_epoch_regression``,
 ``two_leaders_same_epoch``): a real cluster may break them, and then the checker must say so. So
 when ``gold/violations`` exists, an offending decision that a violation of those invariants already
-reports (same cluster, topic, partition and one of the two epochs) is explained, not unexpected.
+reports (same cluster, topic, partition and one of the two LEs) is explained, not unexpected. The
+PE rule too: two controllers that decide from the same state (a split brain) write the same LE and
+the same PE, which gold reports as ``two_leaders_same_epoch``.
 What stays unexpected is a broken timeline or a violation the checker missed.
 """
 
@@ -37,7 +39,7 @@ _DECISIONS = (
     "partition_epoch, event_id, CASE WHEN source LIKE 'zk%' THEN 'zk' ELSE source END AS family "
     "FROM {{batch}} WHERE {cond}), "
     "o AS (SELECT *, LAG(leader) OVER w AS prev_leader, LAG({col}) OVER w AS prev_value, "
-    "LAG(event_id) OVER w AS prev_event_id FROM t "
+    "LAG(leader_epoch) OVER w AS prev_leader_epoch, LAG(event_id) OVER w AS prev_event_id FROM t "
     "WINDOW w AS (PARTITION BY cluster_id, topic, `partition`, topic_id, family ORDER BY decision_seq, event_id)) "
 )
 
@@ -75,14 +77,20 @@ def leader_epoch_query(settings: ValidationSettings) -> str:
 
 
 def partition_epoch_query(settings: ValidationSettings) -> str:
-    """Decisions whose PE does not rise above the previous decision's."""
-    del settings
+    """Decisions whose PE does not rise above the previous decision's.
+
+    Two controllers deciding from the same state (a split brain: ZK's old and new controller) both
+    bump LE and PE once, so their decisions share both epochs: gold reports the pair as
+    two_leaders_same_epoch, and the PE that did not rise is that fault, explained the same way.
+    """
     return (
         _DECISIONS.format(cond="partition_epoch IS NOT NULL", col="partition_epoch")
         + f"SELECT {_keys('o')}, CAST(o.prev_event_id AS STRING) AS prev_event_id, "
         "CAST(o.prev_value AS STRING) AS prev_partition_epoch, "
-        "CAST(o.partition_epoch AS STRING) AS partition_epoch FROM o "
-        "WHERE o.prev_value IS NOT NULL AND o.partition_epoch <= o.prev_value"
+        "CAST(o.partition_epoch AS STRING) AS partition_epoch, "
+        "CAST(o.prev_leader_epoch AS STRING) AS prev_leader_epoch, CAST(o.leader_epoch AS STRING) AS leader_epoch "
+        "FROM o WHERE o.prev_value IS NOT NULL AND o.partition_epoch <= o.prev_value"
+        + _explained(settings, "o", ("o.leader_epoch", "o.prev_leader_epoch"))
     )
 
 
@@ -115,7 +123,10 @@ def timeline_expectations(settings: ValidationSettings) -> list[Expectation]:
             "(unless gold reports it as leader_epoch_regression / two_leaders_same_epoch)",
         ),
         offending_rows(
-            "partition_epoch_increases", partition_epoch_query(settings), "per partition, PE strictly increases"
+            "partition_epoch_increases",
+            partition_epoch_query(settings),
+            "per partition, PE strictly increases "
+            "(unless gold reports either decision's LE as leader_epoch_regression / two_leaders_same_epoch)",
         ),
         offending_rows(
             "one_leader_per_epoch",
