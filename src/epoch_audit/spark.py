@@ -41,7 +41,7 @@ LOG4J2_CONF = Path(__file__).resolve().parent / "conf" / "log4j2.properties"
 # A short run (small inputs, small lake) spends most of its JVM's CPU compiling, not running: on the
 # samples (15k lines) the JIT's C2 threads took 112 of 240 CPU seconds and Janino, compiling each
 # stage's generated Java, 11 % of the rest, for code that then ran for milliseconds. Without C2
-# and without generated code the same run took 159 JVM CPU seconds instead of 284 (results
+# and without generated code the same run took 166 JVM CPU seconds instead of 271 (results
 # identical). A long run keeps both: its hot loops need them.
 SHORT_RUN_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1"
 SHORT_RUN_CONF: dict[str, str] = {
