@@ -24,6 +24,9 @@ class SparkConf:
     # A local run whose input files and local bronze events together hold fewer bytes starts its
     # JVM for a short run (epoch_audit.spark.SHORT_RUN): compiling costs it more than running. 0: never.
     short_run_max_bytes: int = 64 * 1024 * 1024
+    # Independent queries a stage submits at once from its own threads (the checks, the silver
+    # tables): the driver plans one while the executors run another. 1: one at a time.
+    concurrent_queries: int = 2
 
 
 @dataclass
@@ -138,6 +141,8 @@ def _validate(cfg: AppConfig) -> AppConfig:
         ZoneInfo(cfg.ingest.source_time_zone)
     except Exception:
         raise ConfigError(f"ingest.source_time_zone: unknown time zone {cfg.ingest.source_time_zone!r}") from None
+    if cfg.spark.concurrent_queries < 1:
+        raise ConfigError("spark.concurrent_queries: must be at least 1")
     if not 0 <= cfg.validation.max_quarantine_rate <= 1:
         raise ConfigError("validation.max_quarantine_rate: must be between 0 and 1")
     if cfg.validation.min_lines_for_quarantine_rate < 0:

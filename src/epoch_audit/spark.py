@@ -5,12 +5,16 @@ from __future__ import annotations
 import logging
 import os
 import sys
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pyspark.sql import SparkSession
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 # Local defaults: tuned for a 2-core laptop/CI box. Never applied to an existing (cluster) session.
 LOCAL_DEFAULTS: dict[str, str] = {
@@ -34,6 +38,10 @@ LOCAL_DEFAULTS: dict[str, str] = {
     "spark.ui.retainedJobs": "100",
     "spark.ui.retainedStages": "100",
     "spark.ui.retainedTasks": "10000",
+    # PySpark 4 records the Python call site of every Column and DataFrame call for its error
+    # messages: four py4j round trips and a stack walk per call, about 5 s of a samples run's
+    # check stage. Python tracebacks still name the line.
+    "spark.python.sql.dataFrameDebugging.enabled": "false",
 }
 
 LOG4J2_CONF = Path(__file__).resolve().parent / "conf" / "log4j2.properties"
@@ -115,3 +123,22 @@ def get_spark(
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+def run_concurrently(tasks: Sequence[Callable[[], T]], workers: int) -> list[T]:
+    """Each task's result, in the order of ``tasks``, run on up to ``workers`` threads.
+
+    For independent Spark queries: a query's driver side (building the DataFrame over py4j,
+    analysis, planning, scheduling) is one thread, and on small data it is most of the query's
+    time, so one query is planned while another runs. Every task runs even if one fails; the
+    first failure (in task order) is raised after all of them ended. ``workers`` 1: in order on
+    this thread.
+    """
+    if workers <= 1 or len(tasks) <= 1:
+        return [task() for task in tasks]
+    with ThreadPoolExecutor(max_workers=min(workers, len(tasks)), thread_name_prefix="epoch-audit-query") as pool:
+        futures = [pool.submit(task) for task in tasks]
+    errors = [f.exception() for f in futures if f.exception() is not None]
+    if errors:
+        raise errors[0]
+    return [f.result() for f in futures]

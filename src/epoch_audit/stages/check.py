@@ -50,24 +50,29 @@ def violation_ids(violations: DataFrame) -> DataFrame:
 
 
 def stage_violations(
-    ctx: CheckContext, specs: tuple[InvariantSpec, ...], clusters: list[str], staged: str
+    ctx: CheckContext, specs: tuple[InvariantSpec, ...], clusters: list[str], staged: str, workers: int = 1
 ) -> DataFrame:
     """Every check's violations of ``clusters`` (with their ids, one row per id), staged as Parquet
     under ``staged`` and read back.
 
     One write per check, not one over their union: each plan stays small (planning, adaptive
     re-planning after every query stage and code generation grow faster than the plan, and the
-    union of all checks cost twice the sum of its parts on small data). Staged, so the rows are
-    read twice below without re-running the checks. An id hashes the invariant, so two checks
-    never share one: rows deduplicated per check are deduplicated overall (the staged read is
-    deduplicated again all the same: it costs nothing on a few rows).
+    union of all checks cost twice the sum of its parts on small data). Each check writes its own
+    directory, so ``workers`` checks run at once (:func:`epoch_audit.spark.run_concurrently`).
+    Staged, so the rows are read twice below without re-running the checks. An id hashes the
+    invariant, so two checks never share one: rows deduplicated per check are deduplicated overall
+    (the staged read is deduplicated again all the same: it costs nothing on a few rows).
     """
-    mode = "overwrite"
-    for spec in specs:
+    from epoch_audit.spark import run_concurrently
+
+    def stage(spec: InvariantSpec) -> str:
+        path = f"{staged}/{spec.id}"
         found = violation_ids(violations_of(spec, ctx)).dropDuplicates(["violation_id"])
-        found.where(F.col("cluster_id").isin(clusters)).write.mode(mode).parquet(staged)
-        mode = "append"
-    return ctx.events.sparkSession.read.parquet(staged).dropDuplicates(["violation_id"])
+        found.where(F.col("cluster_id").isin(clusters)).write.mode("overwrite").parquet(path)
+        return path
+
+    paths = run_concurrently([lambda spec=spec: stage(spec) for spec in specs], workers)
+    return ctx.events.sparkSession.read.parquet(*paths).dropDuplicates(["violation_id"])
 
 
 def new_counts(groups: list[Row], reported_by: set[str]) -> list[dict[str, Any]]:
@@ -145,7 +150,9 @@ def run_checks(
         events = read_check_events(storage, dirty, horizons)
         # Every silver table once (the ones not in silver/ built from the events), shared by all checks.
         ctx = check_context(events, silver, check_config(config))
-        violations = stage_violations(ctx, REGISTRY, dirty, f"{staging_dir(storage.lake, run_id)}/violations")
+        violations = stage_violations(
+            ctx, REGISTRY, dirty, f"{staging_dir(storage.lake, run_id)}/violations", config.spark.concurrent_queries
+        )
         if storage.exists(VIOLATIONS_TABLE):
             violations = violations.join(
                 first_reports(violations, storage.read_where(VIOLATIONS_TABLE, "cluster_id", dirty), completed),

@@ -10,6 +10,7 @@ from epoch_audit.config import AppConfig
 from epoch_audit.lake.storage import LakeStorage
 from epoch_audit.lake.tables import EVENTS_TABLE, SILVER_STATE_TABLE, silver_table
 from epoch_audit.silver.tables import SILVER_TABLES
+from epoch_audit.spark import run_concurrently
 from epoch_audit.stages.base import StageResult, check_config
 from epoch_audit.stages.carry import read_state_events
 from epoch_audit.stages.state import mark_built, stale_clusters
@@ -33,7 +34,12 @@ def run_timelines(spark: SparkSession, storage: LakeStorage, config: AppConfig, 
     cfg = check_config(config)
     # Silver never reads request-log traffic: state events only (a fraction of a busy cluster's).
     events = read_state_events(storage, dirty)
-    built = {name: build(events, cfg) for name, build in sorted(builders.items())}
+    workers = config.spark.concurrent_queries
+    names = sorted(builders)
+    # Built and written on concurrent threads (epoch_audit.spark.run_concurrently): the tables
+    # are independent, and on small data a table's time is mostly its driver-side planning.
+    built = dict(zip(names, run_concurrently([lambda n=n: builders[n](events, cfg) for n in names], workers),
+                     strict=True))
     changed = [
         name for name, df in built.items()
         if storage.exists(silver_table(name)) and set(storage.columns(silver_table(name))) != set(df.columns)
@@ -42,11 +48,13 @@ def run_timelines(spark: SparkSession, storage: LakeStorage, config: AppConfig, 
         log.warning("silver schema changed (%s): rebuilding every cluster", ", ".join(changed))
         dirty = sorted(fps)
         events = read_state_events(storage, dirty)
-        for name, build in sorted(builders.items()):
-            storage.overwrite(silver_table(name), build(events, cfg))
+        run_concurrently(
+            [lambda n=n: storage.overwrite(silver_table(n), builders[n](events, cfg)) for n in names], workers
+        )
     else:
-        for name, df in built.items():
-            storage.replace_where(silver_table(name), df, "cluster_id", dirty)
-            log.info("silver/%s rebuilt for %d cluster(s)", name, len(dirty))
+        run_concurrently(
+            [lambda n=n: storage.replace_where(silver_table(n), built[n], "cluster_id", dirty) for n in names], workers
+        )
+        log.info("silver rebuilt for %d cluster(s): %s", len(dirty), ", ".join(names))
     mark_built(spark, storage, SILVER_STATE_TABLE, dirty, fps, run_id)
     return StageResult("timelines", "ran", {"tables": sorted(builders), "clusters": dirty})
