@@ -180,11 +180,19 @@ def input_window(since: str | None, date: str | None) -> tuple[float | None, flo
 
 def _import_in_background(stages: list[str]) -> None:
     """Import the later stages' modules while the JVM starts: Great Expectations alone takes
-    seconds to import, and a Spark session takes seconds to start; they need not add up."""
+    seconds to import (4–5 s), and a Spark session takes seconds to start; they need not add up.
+    The pipeline imports validation and the report lazily, so they are imported here by name."""
     import threading
 
     def load() -> None:
-        import epoch_audit.stages.pipeline  # noqa: F401  (every stage, validation's GX included)
+        try:
+            import epoch_audit.stages.pipeline  # noqa: F401
+            if "validate" in stages:
+                import epoch_audit.stages.validate  # noqa: F401  (Great Expectations)
+            if "report" in stages:
+                import epoch_audit.report.html  # noqa: F401
+        except Exception:  # the stage imports it again and reports the error itself
+            return
 
     threading.Thread(target=load, name="import-stages", daemon=True).start()
 
