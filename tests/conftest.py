@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, HTTPServer
+
 import pytest
 from hypothesis import settings
 from pyspark.sql import SparkSession
@@ -33,3 +37,28 @@ def _drop_cached_frames():
     session = SparkSession.getActiveSession()
     if session is not None:
         release_spark_memory(session)
+
+
+@pytest.fixture
+def webhook_receiver():
+    """A local HTTP server recording each POST (path, headers, JSON body); replies with ``status``."""
+    received: list[dict] = []
+    state = {"status": 200}
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802 (http.server's name)
+            body = self.rfile.read(int(self.headers["Content-Length"]))
+            received.append({"path": self.path, "type": self.headers["Content-Type"], "body": json.loads(body)})
+            self.send_response(state["status"])
+            self.end_headers()
+            self.wfile.write(b"ok")
+
+        def log_message(self, *args):
+            pass
+
+    server = HTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_port}/hooks/T000/SECRET", received, state
+    server.shutdown()
+    server.server_close()

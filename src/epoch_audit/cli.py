@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import re
 import sys
 import time
@@ -106,6 +107,8 @@ def _common(p: argparse.ArgumentParser, needs_input: bool = False) -> None:
     p.add_argument("--json", action="store_true",
                    help="print the run summary, or the error, as one JSON object on stdout")
     p.add_argument("--debug", action="store_true", help="show tracebacks, third-party and Spark logs")
+    p.add_argument("--junit-xml", default=None, metavar="FILE",
+                   help="also write the run as JUnit XML (a test case per invariant and per expectation)")
     if needs_input:
         p.add_argument("--input", action="append", required=True, metavar="PATH",
                        help="input file or directory (repeatable)")
@@ -119,6 +122,20 @@ def _common(p: argparse.ArgumentParser, needs_input: bool = False) -> None:
         window.add_argument(
             "--date", default=None, metavar="DAY", help="read only input files modified on this UTC day (YYYY-MM-DD)"
         )
+
+
+def check_output_file(path: str, option: str) -> None:
+    """An output file's folder must exist and be writable, checked before Spark starts (exit 2)."""
+    import os
+
+    target = os.path.abspath(path)
+    folder = os.path.dirname(target)
+    if os.path.isdir(target):
+        raise UsageError(f"{option} {path}: is a directory, expected a file path")
+    if not os.path.isdir(folder):
+        raise UsageError(f"{option} {path}: folder {folder} does not exist")
+    if not os.access(folder, os.W_OK):
+        raise UsageError(f"{option} {path}: folder {folder} is not writable")
 
 
 def _dev_commands(sub: argparse._SubParsersAction) -> dict[str, Any]:
@@ -197,6 +214,16 @@ def _import_in_background(stages: list[str]) -> None:
     threading.Thread(target=load, name="import-stages", daemon=True).start()
 
 
+def _first_run(lake: str) -> bool:
+    """Whether ``lake`` (a local path) holds no bronze events yet. A remote lake is not known
+    before Spark starts: never a first run here."""
+    import os
+
+    if "://" in lake and not lake.startswith("file://"):
+        return False
+    return not os.path.isdir(os.path.join(lake.removeprefix("file://"), "bronze", "events", "_delta_log"))
+
+
 def _previous_stage_seconds(spark: Any, storage: Any, command: str) -> dict[str, float]:
     """Per stage, how long the last completed run of ``command`` took (the progress display's ETA)."""
     from pyspark.sql import functions as F
@@ -237,11 +264,25 @@ def _run_pipeline(args: argparse.Namespace, stages: list[str], console: Any = No
         from epoch_audit.bronze.discover import discover
 
         inputs = discover(args.input)  # bad paths fail here, before Spark starts
+        if not inputs and _first_run(args.lake):
+            from epoch_audit.bronze.discover import InputError
+
+            raise InputError(
+                f"no log file under {', '.join(args.input)}: a first run has nothing to audit "
+                "(a later night without files fails as silent hosts instead)"
+            )
     _import_in_background(stages)
     short = bool(config.spark.master) and is_short_run(inputs, args.lake, config.spark.short_run_max_bytes)
     if short:
         log.debug("short run: JVM without C2, Spark without generated code (under spark.short_run_max_bytes)")
     spark = get_spark(config.spark.master, config.spark.driver_memory, config.spark.conf, short_run=short)
+    # first thing, so a scheduler's log shows which session the run got (spark-submit's, or a local one)
+    try:  # a Spark Connect session has no SparkContext: its master is not known here
+        master = spark.sparkContext.master
+    except Exception:
+        master = "spark-connect"
+    partitions = spark.conf.get("spark.sql.shuffle.partitions")
+    log.info("session master=%s spark.sql.shuffle.partitions=%s", master, partitions)
     storage = open_storage(spark, args.lake, config.storage.engine)
     from epoch_audit.stages.pipeline import INGEST
     from epoch_audit.stages.state import record_run
@@ -274,6 +315,12 @@ def _run_pipeline(args: argparse.Namespace, stages: list[str], console: Any = No
             crash_point(f"stage:{stage}")
     summary["exit_code"] = exit_code
     summary["status"] = "found" if exit_code == EXIT_FOUND else "ok"
+    if config.alerts.webhook_url_env and os.environ.get(config.alerts.webhook_url_env):
+        from epoch_audit.report.webhook import send_alert
+
+        summary["alert"] = send_alert(
+            summary, os.environ[config.alerts.webhook_url_env], config.alerts.webhook_timeout_seconds
+        )
     # Last: from now on the violations this run wrote count as reported (a killed run has no row,
     # so the next run reports them).
     record_run(spark, storage, summary, args.command, started_at, dt.datetime.now(dt.UTC).replace(tzinfo=None))
@@ -334,7 +381,7 @@ def main(argv: list[str] | None = None) -> int:
     from epoch_audit.lake.storage import StorageError
 
     argv = list(sys.argv[1:] if argv is None else argv)
-    started = time.monotonic()
+    started, wall_started = time.monotonic(), time.time()
     debug, as_json = "--debug" in argv, "--json" in argv
     parser = build_parser()
     if not argv:  # what to type, rather than "required: command"
@@ -353,8 +400,14 @@ def main(argv: list[str] | None = None) -> int:
 
         lake = args.lake
         check_lake_path(args.lake)  # before the lock and Spark: a bad lake fails in a second, naming why
+        if args.junit_xml:
+            check_output_file(args.junit_xml, "--junit-xml")
         with lake_lock(args.lake, f"epoch-audit {args.command}"):
             code, summary = _run_pipeline(args, COMMAND_STAGES[args.command], console)
+        if args.junit_xml:
+            from epoch_audit.report.junit import write_junit_xml
+
+            write_junit_xml(args.junit_xml, summary, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(wall_started)))
         if args.json:
             print(json.dumps(summary, sort_keys=True, default=str))
         print(summary_line(summary, args.command, code, time.monotonic() - started), file=sys.stderr)

@@ -68,10 +68,21 @@ class ValidationConf:
     unexpected_sample_size: int = 20
     event_time_min: str = "2010-01-01"  # bronze event_time window: ISO date/time (UTC) ...
     event_time_max_ahead_hours: int = 24  # ... up to the run's start plus this many hours
+    # a host none of whose files grew for this many hours is silent: a failed critical expectation
+    # (a dead log collector must not read as a green night); 0: never
+    silence_hours: int = 26
     report_max_violations: int = 500  # violations listed in the run report (all are counted)
     report_max_partitions: int = 50  # partitions with a violation that get a timeline chart
     report_max_evidence: int = 10  # evidence lines shown per violation in the report
     report_max_timeline_points: int = 500  # latest decisions drawn per partition chart
+
+
+@dataclass
+class AlertsConf:
+    # The environment variable holding the webhook URL (Slack-compatible incoming webhook). The URL
+    # carries its token, so it never sits in a config file, a table or a log: only its variable's name.
+    webhook_url_env: str = "EPOCH_AUDIT_WEBHOOK_URL"
+    webhook_timeout_seconds: int = 10
 
 
 @dataclass
@@ -82,6 +93,7 @@ class AppConfig:
     checks: ChecksConf = field(default_factory=ChecksConf)
     incremental: IncrementalConf = field(default_factory=IncrementalConf)
     validation: ValidationConf = field(default_factory=ValidationConf)
+    alerts: AlertsConf = field(default_factory=AlertsConf)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

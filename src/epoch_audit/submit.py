@@ -16,28 +16,11 @@ from __future__ import annotations
 import sys
 
 
-def _describe_session() -> None:
-    """One stderr line naming the master and shuffle partitions the run actually used."""
-    try:
-        from pyspark.sql import SparkSession
-
-        # getActiveSession() is per JVM thread; the session the pipeline built is also kept here.
-        active = SparkSession.getActiveSession() or SparkSession._instantiatedSession
-        if active is not None:
-            master = active.sparkContext.master
-            partitions = active.conf.get("spark.sql.shuffle.partitions")
-            print(f"epoch-audit: session master={master} spark.sql.shuffle.partitions={partitions}", file=sys.stderr)
-    except Exception:  # informational only: never turn a finished run into a failure
-        pass
-
-
 def main(argv: list[str] | None = None) -> int:
     """Run the ``epoch-audit`` command line under spark-submit; return its exit code."""
     from epoch_audit.cli import main as cli_main
 
-    code = cli_main(list(sys.argv[1:] if argv is None else argv))
-    _describe_session()
-    return code
+    return cli_main(list(sys.argv[1:] if argv is None else argv))
 
 
 if __name__ == "__main__":

@@ -45,7 +45,7 @@ COMPARED = [
     "silver/broker_leader_epochs", "silver/replica_offsets", "silver/produce_runs",
     "gold/violations", "gold/daily_invariant_counts",
 ]
-RUN_COLUMNS = {"run_id", "last_run_id"}
+RUN_COLUMNS = {"run_id", "last_run_id", "last_delivered_at"}  # naming a run, or its time
 # Which file a line was read from: a line read from the live file before it rotated keeps the live
 # file's name and order (a whole run reads it from the rotated file). Nothing else may differ.
 READ_FROM_COLUMNS = {"source_file", "file_name", "file_order"}

@@ -7,7 +7,7 @@ the test also covers gold/validation_results, the Data Docs site and exit code 3
 from __future__ import annotations
 
 import json
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -26,6 +26,7 @@ from pyspark.sql.types import (
 from epoch_audit.contracts.events import EVENT_COLUMNS, EVENT_SCHEMA
 from epoch_audit.contracts.violations import CHECK_SCHEMA
 from epoch_audit.lake.storage import DeltaRsStorage
+from epoch_audit.stages.ingest import FILES_SCHEMA
 
 T0 = datetime(2024, 3, 5, 10, 0, 0)
 
@@ -133,6 +134,10 @@ def build_lake(spark: SparkSession, lake: Path) -> DeltaRsStorage:
     storage = DeltaRsStorage(spark, str(lake))
     storage.overwrite("bronze/events", spark.createDataFrame(EVENTS, EVENT_SCHEMA))
     storage.overwrite("bronze/ingest_accounting", spark.createDataFrame(ACCOUNTING, ACCOUNTING_SCHEMA))
+    delivered = datetime.now(UTC)  # the host delivered just now: not silent
+    storage.overwrite("bronze/ingest_files", spark.createDataFrame(
+        [("f1", "cluster=c1/broker-1/state-change.log", "c1", 1, "state-change.log", "state-change", 99999999999999,
+          1000, 20, "0" * 64, "ingest-1", None, delivered)], FILES_SCHEMA))
     storage.overwrite("silver/partition_timeline", spark.createDataFrame(TIMELINE, TIMELINE_SCHEMA))
     storage.overwrite("silver/broker_registrations", spark.createDataFrame(REGISTRATIONS, REG_SCHEMA))
     storage.overwrite("gold/violations", spark.createDataFrame(VIOLATIONS, VIOLATION_SCHEMA))
@@ -180,7 +185,7 @@ def test_clean_lake_passes_and_writes_results_and_docs(validated):
     for key in ("bronze/events::expect_column_values_to_be_in_set(event_type)",
                 "bronze/events::epochs_at_least_minus_2", "bronze/events::event_time_in_window",
                 "bronze/ingest_accounting::accounting_reconciles",
-                "bronze/ingest_accounting::quarantine_rate_under_threshold",
+                "bronze/ingest_accounting::quarantine_rate_under_threshold", "bronze/ingest_files::hosts_not_silent",
                 "silver/partition_timeline::leader_epoch_increases", "silver/partition_timeline::partition_epoch_increases",
                 "silver/partition_timeline::one_leader_per_epoch", "silver/broker_registrations::broker_epoch_increases",
                 "silver/broker_registrations::state_intervals_do_not_overlap",

@@ -23,6 +23,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -32,6 +33,7 @@ from pyspark.sql.types import (
     StringType,
     StructField,
     StructType,
+    TimestampType,
 )
 
 from epoch_audit.bronze.discover import describe, discover_inputs, in_window, plan_reads
@@ -181,6 +183,7 @@ def ingest(
 
     accounting_rows = []
     file_rows = []
+    delivered_at = datetime.now(UTC)
     by_path = {f.source_file: f for f in files}
     for task in plan.tasks:
         c = counts.get(task.file_id, {})
@@ -198,6 +201,7 @@ def ingest(
             (
                 task.file_id, task.source_file, f.cluster_id, f.host_id, f.stream, f.log_kind, f.file_order,
                 task.end_byte, task.start_line - 1 + read_n, f.readable_sha256, run_id, file_max.get(task.file_id),
+                delivered_at,
             )
         )
     storage.upsert(
@@ -271,15 +275,30 @@ FILES_SCHEMA = StructType(
         # max event time (epoch microseconds) of the file's events so far: seeds the own_time of
         # the lines it grows by (epoch_audit.bronze.own_time.with_file_own_time)
         StructField("max_event_micros", LongType()),
+        # when a run last consumed new lines of the file (UTC): a host whose files all stopped
+        # growing is silent (the bronze suite's hosts_not_silent expectation)
+        StructField("last_delivered_at", TimestampType()),
     ]
 )
 
 
 def _upgrade_files_table(storage: LakeStorage) -> None:
-    """A files table written before ``max_event_micros``: the column added (null: unknown)."""
-    if storage.exists(FILES_TABLE) and "max_event_micros" not in storage.columns(FILES_TABLE):
-        old = storage.read(FILES_TABLE).withColumn("max_event_micros", F.lit(None).cast("long"))
-        storage.overwrite(FILES_TABLE, old.select(*[f.name for f in FILES_SCHEMA.fields]))
+    """A files table written before ``max_event_micros`` (null: unknown) or ``last_delivered_at``
+    (now: a host silent since before the upgrade is found one silence later): the columns added."""
+    if not storage.exists(FILES_TABLE):
+        return
+    present = set(storage.columns(FILES_TABLE))
+    added = {
+        "max_event_micros": F.lit(None).cast("long"),
+        "last_delivered_at": F.lit(datetime.now(UTC)).cast("timestamp"),
+    }
+    if present >= set(added):
+        return
+    old = storage.read(FILES_TABLE)
+    for name, value in added.items():
+        if name not in present:
+            old = old.withColumn(name, value)
+    storage.overwrite(FILES_TABLE, old.select(*[f.name for f in FILES_SCHEMA.fields]))
 
 
 def accounting_rows_dicts(rows: list[tuple]) -> list[dict]:

@@ -66,5 +66,10 @@ def run_validation(
         "expectations": outcome.counts(),
         "critical_failures": critical,
         "data_docs": outcome.data_docs,
+        # every expectation's outcome, small (the JUnit XML file has one test case per expectation)
+        "results": [
+            {k: r[k] for k in ("suite", "table", "expectation", "critical", "status", "unexpected_count", "note")}
+            for r in outcome.rows
+        ],
     }
     return StageResult("validate", "ran", detail)

@@ -41,6 +41,8 @@ class ValidationSettings:
     unexpected_sample_size: int = 20
     event_time_min: datetime = datetime(2010, 1, 1, tzinfo=UTC)
     event_time_max: datetime = field(default_factory=lambda: datetime.now(UTC) + timedelta(days=1))
+    # hosts whose files last grew before this are silent (None: never judged)
+    silent_before: datetime | None = None
     # Lake tables present as temp views for this run (set by the runner; see VIEW_NAMES).
     views: frozenset[str] = frozenset()
     # True for a run that ingested: data expectations read only what this run wrote (its bronze
@@ -59,6 +61,8 @@ class ValidationSettings:
             unexpected_sample_size=int(validation.unexpected_sample_size),
             event_time_min=parse_utc(getattr(validation, "event_time_min", "2010-01-01")),
             event_time_max=now + timedelta(hours=int(getattr(validation, "event_time_max_ahead_hours", 24))),
+            silent_before=(now - timedelta(hours=silence)) if (silence := int(getattr(validation, "silence_hours", 26)))
+            else None,
         )
 
 

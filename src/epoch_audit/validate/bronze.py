@@ -13,6 +13,12 @@
 - every file read reconciles: ``lines_read = parsed + irrelevant + malformed``;
 - the quarantine rate ``sum(malformed) / sum(lines_read)`` of this run's ingest (the whole table
   when this run read nothing) is at most ``validation.max_quarantine_rate``.
+
+``bronze/ingest_files`` (always the whole table: silence is about the hosts a run did not hear from)
+- no host is silent: every (cluster, host) that ever delivered a file delivered new lines within
+  ``validation.silence_hours`` (``last_delivered_at``, the time of the run that last read new lines
+  of a file). A dead collector, a broker that stopped logging or a path that moved reads as a
+  failure, not as a quiet green night.
 """
 
 from __future__ import annotations
@@ -110,6 +116,24 @@ def accounting_expectations(settings: ValidationSettings) -> list[Expectation]:
     ]
 
 
+def files_expectations(settings: ValidationSettings) -> list[Expectation]:
+    """The bronze/ingest_files expectations: no silent host."""
+    if settings.silent_before is None:
+        return []
+    before = sql_timestamp(settings.silent_before)
+    return [
+        offending_rows(
+            "hosts_not_silent",
+            "SELECT CAST(cluster_id AS STRING) AS cluster_id, CAST(host_id AS STRING) AS host_id, "
+            "CAST(MAX(last_delivered_at) AS STRING) AS last_delivered_at, CAST(COUNT(*) AS STRING) AS files "
+            "FROM {batch} GROUP BY cluster_id, host_id "
+            f"HAVING NOT (MAX(last_delivered_at) >= {before})",
+            f"every host delivered new lines since {settings.silent_before.isoformat(timespec='minutes')} "
+            "(validation.silence_hours)",
+        ),
+    ]
+
+
 SUITES: list[TableSuite] = [
     TableSuite(
         "bronze", "bronze/events", events_expectations, key_columns=("event_id",), this_run=bronze_events_of_run
@@ -118,4 +142,5 @@ SUITES: list[TableSuite] = [
         "bronze", "bronze/ingest_accounting", accounting_expectations, key_columns=("file_id", "start_line"),
         this_run=ledger_rows_of_run,
     ),
+    TableSuite("bronze", "bronze/ingest_files", files_expectations, key_columns=("cluster_id", "host_id")),
 ]
