@@ -126,8 +126,6 @@ def _common(p: argparse.ArgumentParser, needs_input: bool = False) -> None:
 
 def check_output_file(path: str, option: str) -> None:
     """An output file's folder must exist and be writable, checked before Spark starts (exit 2)."""
-    import os
-
     target = os.path.abspath(path)
     folder = os.path.dirname(target)
     if os.path.isdir(target):
@@ -217,8 +215,6 @@ def _import_in_background(stages: list[str]) -> None:
 def _first_run(lake: str) -> bool:
     """Whether ``lake`` (a local path) holds no bronze events yet. A remote lake is not known
     before Spark starts: never a first run here."""
-    import os
-
     if "://" in lake and not lake.startswith("file://"):
         return False
     return not os.path.isdir(os.path.join(lake.removeprefix("file://"), "bronze", "events", "_delta_log"))

@@ -4,7 +4,7 @@ One ``<testsuite>`` for the invariants (one test case per registered invariant) 
 expectation suite (one test case per expectation). A test case fails where the run fails: an
 invariant with new violations of severity ``error`` this run reports, a critical expectation that
 failed (``<failure>``) or raised (``<error>``). What does not change the exit code is said in the
-test case's ``<system-out>``: new warnings, known violations, non-critical failures. A skipped
+test case's ``<system-out>``: new warnings, non-critical failures. A skipped
 expectation is ``<skipped>``. Built from the run summary alone, so it never needs Spark.
 """
 
