@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import hashlib
+import os
+import sys
 from itertools import groupby
+from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import (
@@ -132,3 +135,12 @@ def release_spark_memory(spark: SparkSession) -> None:
 
     spark.catalog.clearCache()
     gc.collect()
+
+
+def child_env() -> dict[str, str]:
+    """Environment of a child process running this project: this interpreter's virtualenv first on
+    PATH (pip, spark-submit, epoch-audit) and for PySpark's workers, no SPARK_HOME to divert it."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYSPARK_DRIVER_PYTHON", "SPARK_HOME")}
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    env["PYSPARK_PYTHON"] = sys.executable
+    return env

@@ -107,6 +107,12 @@ def _common(p: argparse.ArgumentParser, needs_input: bool = False) -> None:
     p.add_argument("--json", action="store_true",
                    help="print the run summary, or the error, as one JSON object on stdout")
     p.add_argument("--debug", action="store_true", help="show tracebacks, third-party and Spark logs")
+    p.add_argument("--engine", default=None, choices=("auto", "delta-spark", "delta-rs"),
+                   help="Delta engine (default: the profile's storage.engine; a local session loads "
+                   "delta-spark's package on first use)")
+    p.add_argument("--spark-remote", default=None, metavar="URL",
+                   help="run through Spark Connect: sc://host:port, or local[N] for a local Connect server "
+                   "(default: the profile's spark.remote; none: a classic session)")
     p.add_argument("--junit-xml", default=None, metavar="FILE",
                    help="also write the run as JUnit XML (a test case per invariant and per expectation)")
     if needs_input:
@@ -243,15 +249,20 @@ def _previous_stage_seconds(spark: Any, storage: Any, command: str) -> dict[str,
 def _run_pipeline(args: argparse.Namespace, stages: list[str], console: Any = None) -> tuple[int, dict[str, Any]]:
     import datetime as dt
 
-    from epoch_audit.config import load_config
+    from epoch_audit.config import load_config, validate_config
     from epoch_audit.console import RunProgress
     from epoch_audit.lake.storage import crash_point, open_storage
-    from epoch_audit.spark import get_spark, is_short_run
+    from epoch_audit.spark import get_spark, is_connect, is_short_run
 
     started_at = dt.datetime.now(dt.UTC).replace(tzinfo=None)
     window = input_window(getattr(args, "since", None), getattr(args, "date", None))
 
     config = load_config(args.conf, args.profile)
+    if getattr(args, "engine", None):
+        config.storage.engine = args.engine
+    if getattr(args, "spark_remote", None):
+        config.spark.remote = args.spark_remote
+        validate_config(config)
     if getattr(args, "cluster_id", None):
         config.ingest.cluster_id = args.cluster_id
     run_id = args.run_id or time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-" + uuid.uuid4().hex[:6]
@@ -268,15 +279,23 @@ def _run_pipeline(args: argparse.Namespace, stages: list[str], console: Any = No
                 "(a later night without files fails as silent hosts instead)"
             )
     _import_in_background(stages)
-    short = bool(config.spark.master) and is_short_run(inputs, args.lake, config.spark.short_run_max_bytes)
+    remote = config.spark.remote
+    embedded = bool(config.spark.master) if not remote else remote.startswith("local")  # we start its JVM
+    short = embedded and is_short_run(inputs, args.lake, config.spark.short_run_max_bytes)
     if short:
         log.debug("short run: JVM without C2, Spark without generated code (under spark.short_run_max_bytes)")
-    spark = get_spark(config.spark.master, config.spark.driver_memory, config.spark.conf, short_run=short)
+    extra_conf, packages = dict(config.spark.conf), []
+    if embedded and config.storage.engine == "delta-spark":  # an embedded session loads Delta
+        from epoch_audit.lake.delta_spark import delta_session_conf
+
+        extra_conf = {**delta_session_conf(), **extra_conf}
+        packages = [config.storage.delta_spark_package]
+    spark = get_spark(
+        config.spark.master, config.spark.driver_memory, extra_conf, short_run=short, packages=packages,
+        remote=remote,
+    )
     # first thing, so a scheduler's log shows which session the run got (spark-submit's, or a local one)
-    try:  # a Spark Connect session has no SparkContext: its master is not known here
-        master = spark.sparkContext.master
-    except Exception:
-        master = "spark-connect"
+    master = f"spark-connect {remote}" if is_connect(spark) else spark.sparkContext.master
     partitions = spark.conf.get("spark.sql.shuffle.partitions")
     log.info("session master=%s spark.sql.shuffle.partitions=%s", master, partitions)
     storage = open_storage(spark, args.lake, config.storage.engine)
@@ -423,6 +442,20 @@ def main(argv: list[str] | None = None) -> int:
                 print(json.dumps(error_object("internal", one_line(err), EXIT_INTERNAL), sort_keys=True))
             raise
         return _fail("internal", one_line(err), EXIT_INTERNAL, as_json)
+
+
+def entry_point() -> None:
+    """The installed ``epoch-audit`` command: :func:`main`, its exit code raised as ``SystemExit``.
+
+    A console script exits with whatever its function returns, but a Databricks Python wheel task
+    calls the function and ignores what it returns: a night with violations (3), a bad config (2) or
+    an internal error (1) would end as a successful task and its failure notifications never fire.
+    Raising makes every non-zero code fail the task; 0 returns normally (some runners count even
+    ``SystemExit(0)`` as a failure).
+    """
+    code = main()
+    if code != EXIT_OK:
+        raise SystemExit(code)
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import asdict, dataclass, field, fields, is_dataclass
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,9 @@ class ConfigError(ValueError):
 @dataclass
 class SparkConf:
     master: str | None = "local[2]"  # null: reuse the active/cluster session, never override it
+    # Spark Connect instead of a classic session: sc://host:port (a running server), or local[N]
+    # (PySpark starts a Connect server in a local JVM, set up like `master`). null: classic.
+    remote: str | None = None
     driver_memory: str = "2g"
     conf: dict[str, Any] = field(default_factory=dict)
     # A local run whose input files and local bronze events together hold fewer bytes starts its
@@ -29,9 +33,17 @@ class SparkConf:
     concurrent_queries: int = 2
 
 
+# The Delta build for the pinned Spark (4.1): from Delta 4.1 on, the artifact names the Spark line.
+DELTA_SPARK_PACKAGE = "io.delta:delta-spark_4.1_2.13:4.4.0"
+
+
 @dataclass
 class StorageConf:
     engine: str = "auto"  # auto | delta-spark | delta-rs
+    # Maven coordinates an embedded (local) session loads for engine delta-spark (fetched once by
+    # Spark's Ivy into the cache, see epoch_audit.spark.ivy_cache_dir); a cluster's or Databricks'
+    # session brings its own.
+    delta_spark_package: str = DELTA_SPARK_PACKAGE
 
 
 @dataclass
@@ -137,7 +149,8 @@ def _check_type(key: str, value: Any, default: Any) -> Any:
     return value
 
 
-def _validate(cfg: AppConfig) -> AppConfig:
+def validate_config(cfg: AppConfig) -> AppConfig:
+    """The checks no single key can make alone (patterns, zones, ranges); raise ConfigError."""
     for key in ("cluster_pattern", "host_pattern"):
         pattern = getattr(cfg.ingest, key)
         try:
@@ -147,12 +160,18 @@ def _validate(cfg: AppConfig) -> AppConfig:
             raise ConfigError(f"ingest.{key}: invalid regular expression ({err})") from None
     if cfg.storage.engine not in ("auto", "delta-spark", "delta-rs"):
         raise ConfigError(f"storage.engine: {cfg.storage.engine!r} is not auto, delta-spark or delta-rs")
+    if not re.fullmatch(r"[\w.-]+:[\w.-]+:[\w.-]+", cfg.storage.delta_spark_package):
+        raise ConfigError(
+            f"storage.delta_spark_package: {cfg.storage.delta_spark_package!r} is not group:artifact:version"
+        )
     try:
         from zoneinfo import ZoneInfo
 
         ZoneInfo(cfg.ingest.source_time_zone)
     except Exception:
         raise ConfigError(f"ingest.source_time_zone: unknown time zone {cfg.ingest.source_time_zone!r}") from None
+    if cfg.spark.remote is not None and not re.fullmatch(r"sc://\S+|local(\[\d+\])?", cfg.spark.remote):
+        raise ConfigError(f"spark.remote: {cfg.spark.remote!r} is not sc://host[:port] or local[N]")
     if cfg.spark.concurrent_queries < 1:
         raise ConfigError("spark.concurrent_queries: must be at least 1")
     if not 0 <= cfg.validation.max_quarantine_rate <= 1:
@@ -175,15 +194,21 @@ def _validate(cfg: AppConfig) -> AppConfig:
 
 def load_config(path: str | Path | None = None, profile: str = "local") -> AppConfig:
     """Load ``path`` (or ``conf/<profile>.yaml``) into an AppConfig; raise ConfigError on anything odd."""
-    source = Path(path) if path else CONF_DIR / f"{profile}.yaml"
+    if path:
+        source: Any = Path(path)
+    else:
+        # through importlib.resources: under spark-submit --py-files the package is imported from
+        # the wheel itself (a zip), where conf/ is no folder on disk
+        source = resources.files("epoch_audit.conf").joinpath(f"{profile}.yaml")
     if not source.is_file():
-        raise ConfigError(f"config file not found: {source}")
+        where = source if path else f"{CONF_DIR / f'{profile}.yaml'} (profile {profile!r})"
+        raise ConfigError(f"config file not found: {where}")
     try:
         data = yaml.safe_load(source.read_text()) or {}
     except yaml.YAMLError as err:
         first = str(err).splitlines()[0] if str(err) else "syntax error"
         raise ConfigError(f"{source}: invalid YAML ({first})") from None
     try:
-        return _validate(_build(AppConfig, data, ""))
+        return validate_config(_build(AppConfig, data, ""))
     except ConfigError as err:  # one line that names the file as well as the key
         raise ConfigError(f"{source}: {err}") from None

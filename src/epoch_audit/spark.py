@@ -51,11 +51,20 @@ LOG4J2_CONF = Path(__file__).resolve().parent / "conf" / "log4j2.properties"
 # stage's generated Java, 11 % of the rest, for code that then ran for milliseconds. Without C2
 # and without generated code the same run took 166 JVM CPU seconds instead of 271 (results
 # identical). A long run keeps both: its hot loops need them.
-SHORT_RUN_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1"
+# C1 alone gets a 48 MB code cache by default; with Delta's classes loaded a short run filled it, and
+# the JVM then disabled its compiler for the rest of the run (the check stage took 4× as long).
+SHORT_RUN_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m"
 SHORT_RUN_CONF: dict[str, str] = {
     "spark.sql.codegen.wholeStage": "false",
     "spark.sql.codegen.factoryMode": "NO_CODEGEN",  # interpreted expressions: no Janino compile per plan
 }
+
+
+def ivy_cache_dir() -> str:
+    """Where Spark's Ivy keeps the JVM packages an embedded session fetches (Delta's): outside any
+    repository and lake, fetched once per machine. ``EPOCH_AUDIT_CACHE`` moves it."""
+    root = os.environ.get("EPOCH_AUDIT_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "epoch-audit")
+    return os.path.join(root, "ivy")
 
 
 def local_bytes(paths: list[Path | str]) -> int:
@@ -84,18 +93,39 @@ def is_short_run(inputs: list[Path | str], lake: str, max_bytes: int) -> bool:
     return local_bytes([*inputs, Path(lake) / "bronze" / "events"]) < max_bytes
 
 
+def is_connect(spark: SparkSession) -> bool:
+    """Whether ``spark`` is a Spark Connect session (Databricks serverless and shared clusters,
+    ``--spark-remote``): no SparkContext, no py4j, only what the Connect protocol carries."""
+    return type(spark).__module__.startswith("pyspark.sql.connect")
+
+
+def default_parallelism(spark: SparkSession) -> int:
+    """The session's task slots: SparkContext's where there is one; through Spark Connect the
+    configured ``spark.default.parallelism``, else the local machine's cores."""
+    if not is_connect(spark):
+        return max(1, spark.sparkContext.defaultParallelism)
+    configured = spark.conf.get("spark.default.parallelism", None)
+    return max(1, int(configured) if configured and configured.isdigit() else os.cpu_count() or 1)
+
+
 def get_spark(
     master: str | None = "local[2]",
     driver_memory: str = "2g",
     extra_conf: dict[str, Any] | None = None,
     app_name: str = "epoch-audit",
     short_run: bool = False,
+    packages: Sequence[str] = (),
+    remote: str | None = None,
 ) -> SparkSession:
-    """Return the active session if there is one (cluster, Databricks), else build a local one.
+    """Return the active session if there is one (cluster, Databricks), else build one.
 
     ``spark.pyspark.python`` is pinned to this interpreter: workers started from another Python
     fail Arrow UDFs with "No module named pyarrow". ``short_run``: a local JVM without the C2
     compiler and Spark without generated code (:data:`SHORT_RUN_CONF`); ``extra_conf`` still wins.
+    ``packages``: Maven coordinates a local session loads (Spark's Ivy, cached in :func:`ivy_cache_dir`).
+    ``remote``: a Spark Connect session instead — ``sc://host:port`` (a running server: only
+    ``extra_conf`` is sent, as session settings) or ``local[N]`` (PySpark starts a Connect server
+    in a local JVM, set up like a local session).
     """
     active = SparkSession.getActiveSession()
     if active is not None:
@@ -103,8 +133,14 @@ def get_spark(
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     builder = SparkSession.builder.appName(app_name)
-    if master:
-        builder = builder.master(master)
+    local_server = bool(remote) and str(remote).startswith("local")
+    if remote and not local_server:
+        builder = builder.remote(remote)
+        for key, value in (extra_conf or {}).items():
+            builder = builder.config(key, str(value))
+        return builder.getOrCreate()
+    if local_server or master:
+        builder = builder.remote(remote) if local_server else builder.master(master)
         conf = dict(LOCAL_DEFAULTS)
         conf["spark.driver.memory"] = driver_memory
         conf["spark.pyspark.python"] = sys.executable
@@ -114,15 +150,36 @@ def get_spark(
             conf.update(SHORT_RUN_CONF)
         if java_options:
             conf["spark.driver.extraJavaOptions"] = " ".join(java_options)
+        if packages:
+            conf["spark.jars.packages"] = ",".join(packages)
+            conf["spark.jars.ivy"] = ivy_cache_dir()
         conf.update({k: str(v) for k, v in (extra_conf or {}).items()})
         for key, value in conf.items():
             builder = builder.config(key, value)
     elif extra_conf:
         for key, value in extra_conf.items():
             builder = builder.config(key, str(value))
-    spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
+    spark = _start_with_stdout_on_stderr(builder)
+    if not is_connect(spark):  # Connect has no SparkContext; log4j2.properties quiets its server
+        spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+def _start_with_stdout_on_stderr(builder: SparkSession.Builder) -> SparkSession:
+    """``builder.getOrCreate()`` with the JVM it may launch writing its standard output to our
+    standard error: the JVM inherits our descriptors, and what it prints there (Ivy's progress,
+    HotSpot warnings) would otherwise land in the middle of ``--json`` output."""
+    sys.stdout.flush()
+    try:
+        saved = os.dup(1)
+    except OSError:  # no standard output at all
+        return builder.getOrCreate()
+    try:
+        os.dup2(2, 1)
+        return builder.getOrCreate()
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
 
 
 def run_concurrently(tasks: Sequence[Callable[[], T]], workers: int) -> list[T]:

@@ -1,13 +1,24 @@
-"""The whole pipeline on simulated clusters finds exactly the injected violations (issue: checks).
+"""The whole pipeline on simulated clusters finds exactly the injected violations (issue: checks),
+on either Delta engine and through Spark Connect (issue: platforms).
 
 One corpus holds clusters of every mode (KRaft, ZooKeeper mode, Strimzi, Redpanda), each with its
 truth.jsonl, plus a fault-free twin of each; one `epoch-audit run` over all of it must report exactly
 the union of the truths, and nothing on the fault-free clusters.
+
+The same run on delta-spark (a child process: Delta's package is loaded when its JVM starts) must
+write, table by table and row by row, what the delta-rs run wrote; a second night on each lake with
+the other engine must give the same tables both ways; and a run through a Spark Connect server the
+test starts must write what the classic session wrote.
 """
 
 from __future__ import annotations
 
 import json
+import shutil
+import socket
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -20,6 +31,8 @@ from pyspark.sql import functions as F
 
 from epoch_audit.cli import main
 from epoch_audit.lake.storage import DeltaRsStorage
+from tests.helpers import child_env
+from tests.lake_compare import lake_differences
 
 CORPUS = [
     # (folder, cluster id, mode, kafka version, seed, strimzi pattern) — as data/regenerate-samples.sh
@@ -106,3 +119,123 @@ def test_clean_history_has_no_violations(spark, ran):
     assert check_history(events) == []
     assert reference_leadership.check(events, timeline) == []
     assert reference_offsets.check(events, timeline) == []
+
+
+# --- both Delta engines, Spark Connect ----------------------------------------------------------
+
+EPOCH_AUDIT = Path(sys.executable).parent / "epoch-audit"
+
+
+def run_child(args: list[str], log: Path) -> int:
+    """``epoch-audit`` in a process (and JVM) of its own; its stderr kept in ``log``."""
+    with log.open("w") as err:
+        return subprocess.run([str(EPOCH_AUDIT), *args], env=child_env(), stdout=subprocess.DEVNULL,
+                              stderr=err, timeout=1200).returncode
+
+
+def _log_tail(log: Path) -> str:
+    return log.read_text()[-3000:]
+
+
+@pytest.fixture(scope="module")
+def spark_engine_lake(corpus, tmp_path_factory) -> Path:
+    """The corpus run on delta-spark (its package fetched once into the Ivy cache)."""
+    work = tmp_path_factory.mktemp("delta-spark")
+    lake, log = work / "lake", work / "run.log"
+    code = run_child(["run", "--input", str(corpus), "--lake", str(lake), "--engine", "delta-spark",
+                      "--run-id", "e2e-delta-spark"], log)
+    assert code == 3, _log_tail(log)
+    assert "on engine delta-spark" in log.read_text()
+    return lake
+
+
+@pytest.mark.slow  # a pipeline run in a JVM of its own
+def test_delta_spark_writes_what_delta_rs_writes(spark, ran, spark_engine_lake):
+    _, lake = ran
+    assert lake_differences(spark, str(lake), str(spark_engine_lake)) == {}
+
+
+@pytest.fixture(scope="module")
+def night_two(tmp_path_factory) -> Path:
+    """A second night's delivery: a cluster the corpus does not have, with faults."""
+    root = tmp_path_factory.mktemp("night-two")
+    simulate(root / "rp-night-2", 11, mode="redpanda", kafka_version="3.6", brokers=3, partitions=4, hours=1,
+             produce_rate=0.05, faults="default", progress=False, cluster_id="rp-night-2")
+    return root
+
+
+@pytest.mark.slow  # a second night on each lake, one of them in a JVM of its own
+def test_each_engine_continues_the_others_lake(spark, corpus, ran, spark_engine_lake, night_two, tmp_path):
+    _, rs_lake = ran
+    spark_then_rs, rs_then_spark = tmp_path / "spark-then-rs", tmp_path / "rs-then-spark"
+    shutil.copytree(spark_engine_lake, spark_then_rs)
+    shutil.copytree(rs_lake, rs_then_spark)
+    night = ["run", "--input", str(corpus), "--input", str(night_two), "--run-id", "night-2"]
+    assert main([*night, "--lake", str(spark_then_rs), "--engine", "delta-rs"]) == 3
+    log = tmp_path / "rs-then-spark.log"
+    assert run_child([*night, "--lake", str(rs_then_spark), "--engine", "delta-spark"], log) == 3, _log_tail(log)
+
+    assert lake_differences(spark, str(spark_then_rs), str(rs_then_spark)) == {}
+    # and both are right: the second night found exactly its cluster's injected violations
+    truth = load_truth([corpus, night_two])
+    assert load_truth([night_two]), "the second night's cluster has injected violations"
+    result = score(found_keys(DeltaRsStorage(spark, str(spark_then_rs)).read("gold/violations")), truth)
+    assert result.summary()["precision"] == 1.0 and result.summary()["recall"] == 1.0, result.summary()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def connect_server(tmp_path_factory):
+    """A Spark Connect server in a JVM of its own (what start-connect-server.sh runs), on a free port."""
+    import pyspark
+
+    work = tmp_path_factory.mktemp("connect-server")
+    port = _free_port()
+    submit = Path(pyspark.__file__).resolve().parent / "bin" / "spark-submit"
+    log = (work / "server.log").open("w")
+    server = subprocess.Popen(
+        [str(submit), "--class", "org.apache.spark.sql.connect.service.SparkConnectServer",
+         "--name", "Spark Connect server", "--master", "local[2]",
+         "--conf", f"spark.connect.grpc.binding.port={port}",
+         "--conf", f"spark.pyspark.python={sys.executable}",
+         "--conf", "spark.sql.session.timeZone=UTC",
+         "--conf", "spark.sql.shuffle.partitions=4",
+         "--conf", "spark.sql.parquet.outputTimestampType=TIMESTAMP_MICROS",
+         "--conf", "spark.sql.sources.partitionOverwriteMode=dynamic",
+         "--conf", "spark.ui.enabled=false"],
+        env=child_env(), stdout=log, stderr=subprocess.STDOUT, cwd=work,
+    )
+    try:
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline:
+            assert server.poll() is None, (work / "server.log").read_text()[-3000:]
+            with socket.socket() as probe:
+                if probe.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            time.sleep(1)
+        else:
+            raise AssertionError("the Spark Connect server did not listen within 180 s")
+        yield f"sc://127.0.0.1:{port}"
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            server.kill()
+        log.close()
+
+
+@pytest.mark.slow  # a pipeline run through a Connect server in a JVM of its own
+def test_spark_connect_writes_what_a_classic_session_writes(spark, corpus, ran, connect_server, tmp_path):
+    _, lake = ran
+    connected, log = tmp_path / "lake", tmp_path / "run.log"
+    code = run_child(["run", "--input", str(corpus), "--lake", str(connected), "--spark-remote", connect_server,
+                      "--run-id", "e2e-connect"], log)
+    assert code == 3, _log_tail(log)
+    assert f"session master=spark-connect {connect_server}" in log.read_text(), _log_tail(log)
+    assert lake_differences(spark, str(lake), str(connected)) == {}

@@ -31,6 +31,7 @@ from epoch_audit.bronze.parsers.rows import MALFORMED, Row, arrow_type, arrow_va
 from epoch_audit.bronze.read import TASK_SCHEMA, task_lines
 from epoch_audit.config import AppConfig
 from epoch_audit.contracts.events import EVENT_SCHEMA, TRAFFIC_TYPES
+from epoch_audit.spark import default_parallelism
 
 LOG_KINDS = ("state-change", "controller", "server", "request", "redpanda", "log")  # == bronze.discover.LOG_KINDS
 # file kind -> its parser (one file's lines in order, the source time zone)
@@ -319,7 +320,7 @@ def pass_rows(spark: SparkSession, tasks: list[ReadTask], config: AppConfig, see
     The tasks are packed by bytes into one bin per core (largest first into the lightest bin);
     each bin is one input row, and a local relation spreads its rows evenly over the cores: the
     work is balanced without a shuffle, and a core never waits for a Python worker per file."""
-    cores = max(1, spark.sparkContext.defaultParallelism)
+    cores = default_parallelism(spark)
     bins: list[list[tuple]] = [[] for _ in range(min(cores, len(tasks)))]
     loads = [0] * len(bins)
     for t in sorted(tasks, key=lambda t: -(t.end_byte - t.start_byte)):

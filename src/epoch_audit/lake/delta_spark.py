@@ -1,9 +1,15 @@
-"""The delta-spark engine: used when the Delta JVM classes are loadable in the session
-(Databricks, ``spark-submit --packages io.delta:delta-spark_2.13:...``): plain ``format("delta")``
-writes and ``MERGE`` for upserts."""
+"""The delta-spark engine: used where the Delta JVM classes are in the session (Databricks, a
+local session started with Delta's package, ``spark-submit --packages io.delta:delta-spark_4.1_2.13:...``).
+
+Everything goes through Spark SQL and the DataFrame writer (``format("delta")``, ``MERGE INTO``,
+``DESCRIBE DETAIL`` / ``HISTORY``), not through the ``delta`` Python package: the same calls work
+in a classic session, under Spark Connect and on Databricks, and the wheel needs no extra package.
+"""
 
 from __future__ import annotations
 
+import itertools
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -13,11 +19,61 @@ from pyspark.sql import functions as F
 from epoch_audit.lake.engine_base import (
     crash_point,
     dedupe_by_keys,
-    partition_condition,
     replaced_trivially,
     source_partitions,
 )
 from epoch_audit.lake.tables import partition_columns_for
+
+# Settings a session needs for this engine (a local session sets them when it loads the package).
+DELTA_SESSION_CONF: dict[str, str] = {
+    "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+    "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+}
+
+
+
+def delta_session_conf() -> dict[str, str]:
+    """What an embedded session needs besides the package to run this engine. Delta rebuilds a
+    table's snapshot in ``snapshotPartitions`` tasks (50 by default): on a laptop's lake, a
+    handful of tiny tasks is faster."""
+    return {**DELTA_SESSION_CONF, "spark.databricks.delta.snapshotPartitions": "2"}
+
+
+_view_ids = itertools.count()
+_view_lock = threading.Lock()
+
+
+def _quoted_path(path: str) -> str:
+    """``delta.`<path>``` with the path's backticks doubled (a path is data, never SQL)."""
+    return "delta.`" + path.replace("`", "``") + "`"
+
+
+def _sql_literal(value: object) -> str:
+    """A partition value as a SQL literal of its own type (strings escaped)."""
+    import datetime as dt
+
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, dt.datetime):
+        return f"TIMESTAMP'{value.isoformat(sep=' ')}'"
+    if isinstance(value, dt.date):
+        return f"DATE'{value.isoformat()}'"
+    return "'" + str(value).replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def _merge_condition(keys: list[str], partition_columns: list[str], tuples: list[tuple]) -> str:
+    """``t.k <=> s.k`` per key, and per partition column ``t.c IN (values of the source)`` (null
+    matched too when among them): the simple shape Delta uses to read only those partitions."""
+    terms = [f"t.`{k}` <=> s.`{k}`" for k in keys]
+    for i, column in enumerate(partition_columns):
+        values = sorted({t[i] for t in tuples if t[i] is not None})
+        options = [f"t.`{column}` IN ({', '.join(_sql_literal(v) for v in values)})"] if values else []
+        if any(t[i] is None for t in tuples):
+            options.append(f"t.`{column}` IS NULL")
+        terms.append("(" + (" OR ".join(options) or "false") + ")")
+    return " AND ".join(terms)
 
 
 @dataclass
@@ -32,9 +88,15 @@ class DeltaSparkStorage:
         return f"{self.lake.rstrip('/')}/{table}"
 
     def exists(self, table: str) -> bool:
-        from delta.tables import DeltaTable
-
-        return DeltaTable.isDeltaTable(self.spark, self.path(table))
+        try:
+            self.spark.sql(f"DESCRIBE DETAIL {_quoted_path(self.path(table))}").select("format").collect()
+        except Exception as err:  # AnalysisException: DELTA_MISSING_DELTA_TABLE, PATH_NOT_FOUND, ...
+            if "DELTA_MISSING_DELTA_TABLE" in str(err) or "PATH_NOT_FOUND" in str(err) or "not a Delta table" in str(
+                err
+            ):
+                return False
+            raise
+        return True
 
     def read(self, table: str, version: int | None = None) -> DataFrame:
         reader = self.spark.read.format("delta")
@@ -45,6 +107,10 @@ class DeltaSparkStorage:
     def columns(self, table: str) -> list[str]:
         """The table's columns, in order (a lazy read: only the schema is resolved)."""
         return self.read(table).columns
+
+    def partition_columns(self, table: str) -> list[str]:
+        detail = self.spark.sql(f"DESCRIBE DETAIL {_quoted_path(self.path(table))}").select("partitionColumns")
+        return list(detail.first()["partitionColumns"] or [])
 
     def _writer(self, table: str, df: DataFrame):
         writer = df.write.format("delta")
@@ -61,7 +127,11 @@ class DeltaSparkStorage:
 
     def overwrite(self, table: str, df: DataFrame) -> None:
         crash_point(f"commit:{table}")
-        self._writer(table, df).mode("overwrite").option("overwriteSchema", "true").save(self.path(table))
+        # the whole table, whatever the session's partitionOverwriteMode (the local profile's is dynamic)
+        (
+            self._writer(table, df).mode("overwrite").option("partitionOverwriteMode", "static")
+            .option("overwriteSchema", "true").save(self.path(table))
+        )
         crash_point(f"committed:{table}")
 
     def read_where(self, table: str, column: str, values: list[str]) -> DataFrame:
@@ -78,43 +148,40 @@ class DeltaSparkStorage:
         """Replace every row whose ``column`` is in ``values`` by ``df`` (one atomic commit)."""
         if replaced_trivially(self, table, df, values):
             return
-        quoted = ", ".join("'" + str(v).replace("'", "''") + "'" for v in sorted(values))
+        quoted = ", ".join(_sql_literal(v) for v in sorted(values))
         crash_point(f"commit:{table}")
         (
             df.write.format("delta").mode("overwrite").option("replaceWhere", f"`{column}` IN ({quoted})")
-            .save(self.path(table))
+            .option("mergeSchema", "true").save(self.path(table))
         )
         crash_point(f"committed:{table}")
 
     def upsert(self, table: str, df: DataFrame, keys: list[str]) -> None:
-        """MERGE on ``keys``. On a partitioned table whose partition columns are all in ``df``, the
-        condition also bounds the target to the partition values of ``df`` (an IN list per column),
-        so that Delta only reads those partitions' files: this assumes a key lives in the partition
-        its source row maps to (see DeltaRsStorage.upsert)."""
-        from delta.tables import DeltaTable
-
+        """``MERGE INTO`` on ``keys``. On a partitioned table whose partition columns are all in
+        ``df``, the condition also bounds the target to the partition values of ``df`` (an IN list
+        per column), so that Delta only reads those partitions' files: this assumes a key lives in
+        the partition its source row maps to (see DeltaRsStorage.upsert)."""
         source = dedupe_by_keys(df, keys)
         if not self.exists(table):
             self.overwrite(table, source)
             return
-        target = DeltaTable.forPath(self.spark, self.path(table))
-        cond = F.expr(" AND ".join(f"t.`{k}` <=> s.`{k}`" for k in keys))
-        part_cols = list(target.detail().first()["partitionColumns"] or [])
-        if part_cols and all(c in source.columns for c in part_cols):
-            cond = cond & partition_condition(part_cols, source_partitions(source, part_cols), "t")
+        bounded = self.partition_columns(table)
+        if not all(c in source.columns for c in bounded):
+            bounded = []
+        condition = _merge_condition(keys, bounded, source_partitions(source, bounded) if bounded else [])
+        with _view_lock:  # temp views are per session, and stages merge from several threads
+            view = f"epoch_audit_merge_source_{next(_view_ids)}"
+        source.createOrReplaceTempView(view)
         crash_point(f"commit:{table}")
-        (
-            target
-            .alias("t")
-            .merge(source.alias("s"), cond)
-            .whenMatchedUpdateAll()
-            .whenNotMatchedInsertAll()
-            .execute()
-        )
+        try:
+            self.spark.sql(
+                f"MERGE INTO {_quoted_path(self.path(table))} AS t USING {view} AS s ON {condition} "
+                "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *"
+            )
+        finally:
+            self.spark.catalog.dropTempView(view)
         crash_point(f"committed:{table}")
 
     def history(self, table: str) -> list[dict]:
-        from delta.tables import DeltaTable
-
-        rows = DeltaTable.forPath(self.spark, self.path(table)).history().collect()
+        rows = self.spark.sql(f"DESCRIBE HISTORY {_quoted_path(self.path(table))}").collect()
         return [r.asDict(recursive=True) for r in rows]

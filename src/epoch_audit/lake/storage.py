@@ -10,6 +10,7 @@ JVM classes are loadable in the session, else the embedded ``delta-rs``
 from __future__ import annotations
 
 import logging
+import uuid
 
 from pyspark.sql import SparkSession
 
@@ -35,13 +36,20 @@ DELTA_EXTENSION_CLASS = "io.delta.sql.DeltaSparkSessionExtension"
 
 
 def delta_jvm_available(spark: SparkSession) -> bool:
-    """True when the Delta Lake JVM classes can be loaded in this session."""
+    """True when the session can read and write Delta through Spark (Delta's classes are loaded)."""
     jvm = getattr(spark, "_jvm", None)
     if jvm is None:
-        # Spark Connect (Databricks serverless, shared clusters): no py4j; Delta is built in there.
+        # Spark Connect: no py4j. Ask the server to resolve the delta source for a path that does
+        # not exist: without Delta the source itself is unknown (DATA_SOURCE_NOT_FOUND).
+        probe = f"/nonexistent/epoch-audit-delta-probe-{uuid.uuid4().hex}"
+        try:
+            _ = spark.read.format("delta").load(probe).columns  # analysis only, no job
+        except Exception as err:
+            return "DATA_SOURCE_NOT_FOUND" not in str(err) and "Failed to find the data source" not in str(err)
         return True
     try:
-        jvm.java.lang.Class.forName(DELTA_EXTENSION_CLASS)
+        # Spark's class loader, not py4j's: jars of spark.jars.packages are visible only to it.
+        jvm.org.apache.spark.util.Utils.classForName(DELTA_EXTENSION_CLASS, True, False)
         return True
     except Exception:  # py4j raises Py4JJavaError for ClassNotFoundException
         return False
@@ -54,7 +62,8 @@ def select_engine(requested: str, delta_available: bool) -> str:
     if requested == "delta-spark" and not delta_available:
         raise StorageError(
             "storage.engine is delta-spark but the Delta JVM classes are not on the classpath "
-            "(start Spark with --packages io.delta:delta-spark_2.13:4.0.0 or use engine delta-rs)"
+            "(a local session loads it with --engine delta-spark; spark-submit needs --packages "
+            "io.delta:delta-spark_4.1_2.13:4.4.0; or use engine delta-rs)"
         )
     if requested not in ("delta-spark", "delta-rs"):
         raise StorageError(f"unknown storage.engine {requested!r}: use auto, delta-spark or delta-rs")
