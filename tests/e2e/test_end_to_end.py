@@ -5,10 +5,9 @@ One corpus holds clusters of every mode (KRaft, ZooKeeper mode, Strimzi, Redpand
 truth.jsonl, plus a fault-free twin of each; one `epoch-audit run` over all of it must report exactly
 the union of the truths, and nothing on the fault-free clusters.
 
-The same run on delta-spark (a child process: Delta's package is loaded when its JVM starts) must
-write, table by table and row by row, what the delta-rs run wrote; a second night on each lake with
-the other engine must give the same tables both ways; and a run through a Spark Connect server the
-test starts must write what the classic session wrote.
+The same corpus run through a Spark Connect server the test starts, on delta-spark (Delta's package
+on the server), must write, table by table and row by row, what the classic delta-rs run wrote; a
+second night on each lake with the other engine must give the same tables both ways.
 """
 
 from __future__ import annotations
@@ -122,6 +121,11 @@ def test_clean_history_has_no_violations(spark, ran):
 
 
 # --- both Delta engines, Spark Connect ----------------------------------------------------------
+#
+# One run through a Spark Connect server with Delta's package on it (delta-spark), compared with the
+# classic delta-rs run above: what the Connect session writes and what delta-spark writes are both
+# row for row what the classic session wrote on delta-rs. Then a second night on each lake with the
+# other engine (delta-rs in this process; delta-spark in a classic session of its own).
 
 EPOCH_AUDIT = Path(sys.executable).parent / "epoch-audit"
 
@@ -130,29 +134,88 @@ def run_child(args: list[str], log: Path) -> int:
     """``epoch-audit`` in a process (and JVM) of its own; its stderr kept in ``log``."""
     with log.open("w") as err:
         return subprocess.run([str(EPOCH_AUDIT), *args], env=child_env(), stdout=subprocess.DEVNULL,
-                              stderr=err, timeout=1200).returncode
+                              stderr=err, timeout=1500).returncode
 
 
 def _log_tail(log: Path) -> str:
     return log.read_text()[-3000:]
 
 
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 @pytest.fixture(scope="module")
-def spark_engine_lake(corpus, tmp_path_factory) -> Path:
-    """The corpus run on delta-spark (its package fetched once into the Ivy cache)."""
-    work = tmp_path_factory.mktemp("delta-spark")
+def connect_server(tmp_path_factory):
+    """A Spark Connect server in a JVM of its own (what Spark's start-connect-server.sh runs), on a
+    free port, with Delta's package (fetched once into the Ivy cache the CLI uses)."""
+    import pyspark
+
+    from epoch_audit.config import DELTA_SPARK_PACKAGE
+    from epoch_audit.lake.delta_spark import delta_session_conf
+    from epoch_audit.spark import ivy_cache_dir
+
+    work = tmp_path_factory.mktemp("connect-server")
+    port = _free_port()
+    submit = Path(pyspark.__file__).resolve().parent / "bin" / "spark-submit"
+    conf = {
+        "spark.connect.grpc.binding.port": str(port),
+        "spark.pyspark.python": sys.executable,
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.shuffle.partitions": "4",
+        "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
+        "spark.sql.sources.partitionOverwriteMode": "dynamic",
+        "spark.ui.enabled": "false",
+        "spark.jars.ivy": ivy_cache_dir(),
+        **delta_session_conf(),
+    }
+    log = (work / "server.log").open("w")
+    server = subprocess.Popen(
+        [str(submit), "--class", "org.apache.spark.sql.connect.service.SparkConnectServer",
+         "--name", "Spark Connect server", "--master", "local[2]", "--packages", DELTA_SPARK_PACKAGE,
+         *(arg for key, value in conf.items() for arg in ("--conf", f"{key}={value}"))],
+        env=child_env(), stdout=log, stderr=subprocess.STDOUT, cwd=work,
+    )
+    try:
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline:
+            assert server.poll() is None, (work / "server.log").read_text()[-3000:]
+            with socket.socket() as probe:
+                if probe.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            time.sleep(1)
+        else:
+            raise AssertionError("the Spark Connect server did not listen within 300 s")
+        yield f"sc://127.0.0.1:{port}"
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            server.kill()
+        log.close()
+
+
+@pytest.fixture(scope="module")
+def connected_lake(corpus, connect_server, tmp_path_factory) -> Path:
+    """The corpus run through the Connect server, on delta-spark (the server's Delta)."""
+    work = tmp_path_factory.mktemp("connected")
     lake, log = work / "lake", work / "run.log"
-    code = run_child(["run", "--input", str(corpus), "--lake", str(lake), "--engine", "delta-spark",
-                      "--run-id", "e2e-delta-spark"], log)
+    code = run_child(["run", "--input", str(corpus), "--lake", str(lake), "--spark-remote", connect_server,
+                      "--run-id", "e2e-connect"], log)
     assert code == 3, _log_tail(log)
-    assert "on engine delta-spark" in log.read_text()
+    text = log.read_text()
+    assert f"session master=spark-connect {connect_server}" in text, _log_tail(log)
+    assert f"lake {lake} on engine delta-spark" in text, _log_tail(log)  # auto: the server has Delta
     return lake
 
 
-@pytest.mark.slow  # a pipeline run in a JVM of its own
-def test_delta_spark_writes_what_delta_rs_writes(spark, ran, spark_engine_lake):
+@pytest.mark.slow  # a pipeline run through a Connect server in a JVM of its own
+def test_connect_and_delta_spark_write_what_classic_delta_rs_writes(spark, ran, connected_lake):
     _, lake = ran
-    assert lake_differences(spark, str(lake), str(spark_engine_lake)) == {}
+    assert lake_differences(spark, str(lake), str(connected_lake)) == {}
 
 
 @pytest.fixture(scope="module")
@@ -165,77 +228,20 @@ def night_two(tmp_path_factory) -> Path:
 
 
 @pytest.mark.slow  # a second night on each lake, one of them in a JVM of its own
-def test_each_engine_continues_the_others_lake(spark, corpus, ran, spark_engine_lake, night_two, tmp_path):
+def test_each_engine_continues_the_others_lake(spark, corpus, ran, connected_lake, night_two, tmp_path):
     _, rs_lake = ran
     spark_then_rs, rs_then_spark = tmp_path / "spark-then-rs", tmp_path / "rs-then-spark"
-    shutil.copytree(spark_engine_lake, spark_then_rs)
+    shutil.copytree(connected_lake, spark_then_rs)
     shutil.copytree(rs_lake, rs_then_spark)
     night = ["run", "--input", str(corpus), "--input", str(night_two), "--run-id", "night-2"]
     assert main([*night, "--lake", str(spark_then_rs), "--engine", "delta-rs"]) == 3
     log = tmp_path / "rs-then-spark.log"
     assert run_child([*night, "--lake", str(rs_then_spark), "--engine", "delta-spark"], log) == 3, _log_tail(log)
+    assert "on engine delta-spark" in log.read_text()
 
     assert lake_differences(spark, str(spark_then_rs), str(rs_then_spark)) == {}
     # and both are right: the second night found exactly its cluster's injected violations
-    truth = load_truth([corpus, night_two])
     assert load_truth([night_two]), "the second night's cluster has injected violations"
+    truth = load_truth([corpus, night_two])
     result = score(found_keys(DeltaRsStorage(spark, str(spark_then_rs)).read("gold/violations")), truth)
     assert result.summary()["precision"] == 1.0 and result.summary()["recall"] == 1.0, result.summary()
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture(scope="module")
-def connect_server(tmp_path_factory):
-    """A Spark Connect server in a JVM of its own (what start-connect-server.sh runs), on a free port."""
-    import pyspark
-
-    work = tmp_path_factory.mktemp("connect-server")
-    port = _free_port()
-    submit = Path(pyspark.__file__).resolve().parent / "bin" / "spark-submit"
-    log = (work / "server.log").open("w")
-    server = subprocess.Popen(
-        [str(submit), "--class", "org.apache.spark.sql.connect.service.SparkConnectServer",
-         "--name", "Spark Connect server", "--master", "local[2]",
-         "--conf", f"spark.connect.grpc.binding.port={port}",
-         "--conf", f"spark.pyspark.python={sys.executable}",
-         "--conf", "spark.sql.session.timeZone=UTC",
-         "--conf", "spark.sql.shuffle.partitions=4",
-         "--conf", "spark.sql.parquet.outputTimestampType=TIMESTAMP_MICROS",
-         "--conf", "spark.sql.sources.partitionOverwriteMode=dynamic",
-         "--conf", "spark.ui.enabled=false"],
-        env=child_env(), stdout=log, stderr=subprocess.STDOUT, cwd=work,
-    )
-    try:
-        deadline = time.monotonic() + 180
-        while time.monotonic() < deadline:
-            assert server.poll() is None, (work / "server.log").read_text()[-3000:]
-            with socket.socket() as probe:
-                if probe.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            time.sleep(1)
-        else:
-            raise AssertionError("the Spark Connect server did not listen within 180 s")
-        yield f"sc://127.0.0.1:{port}"
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            server.kill()
-        log.close()
-
-
-@pytest.mark.slow  # a pipeline run through a Connect server in a JVM of its own
-def test_spark_connect_writes_what_a_classic_session_writes(spark, corpus, ran, connect_server, tmp_path):
-    _, lake = ran
-    connected, log = tmp_path / "lake", tmp_path / "run.log"
-    code = run_child(["run", "--input", str(corpus), "--lake", str(connected), "--spark-remote", connect_server,
-                      "--run-id", "e2e-connect"], log)
-    assert code == 3, _log_tail(log)
-    assert f"session master=spark-connect {connect_server}" in log.read_text(), _log_tail(log)
-    assert lake_differences(spark, str(lake), str(connected)) == {}

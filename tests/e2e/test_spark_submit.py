@@ -64,9 +64,14 @@ def submitted(samples, tmp_path_factory) -> tuple[subprocess.CompletedProcess, P
     # The session is spark-submit's: a setting from spark-defaults.conf must survive the cluster profile.
     conf_dir = work / "spark-conf"
     conf_dir.mkdir()
+    # The rest is this machine's cluster setup, tuned as the local profile tunes a short run (a JVM
+    # without C2, no generated code, few Delta snapshot tasks): the sample is 209 lines.
     (conf_dir / "spark-defaults.conf").write_text(
         f"spark.sql.shuffle.partitions 3\nspark.ui.enabled false\nspark.pyspark.python {sys.executable}\n"
         f"spark.pyspark.driver.python {sys.executable}\n"
+        "spark.driver.extraJavaOptions -XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m\n"
+        "spark.sql.codegen.wholeStage false\nspark.sql.codegen.factoryMode NO_CODEGEN\n"
+        "spark.databricks.delta.snapshotPartitions 2\n"
     )
     script = f"set -euo pipefail\nINPUT={samples} LAKE={lake} MASTER='local[2]'\n{rest}"
     env = child_env()
