@@ -86,6 +86,16 @@ def test_usage_error_is_one_line_pointing_at_the_help(capsys):
     assert len(err) == 1 and "--input" in err[0] and "see 'epoch-audit run --help'" in err[0] and "(exit 2)" in err[0]
 
 
+@pytest.mark.parametrize(("option", "value", "says"), [
+    ("--spark-remote", "http://spark:15002", "spark.remote: 'http://spark:15002' is not sc://host[:port] or local[N]"),
+    ("--engine", "delta-lake", "argument --engine: invalid choice: 'delta-lake'"),
+])
+def test_bad_engine_or_remote_exits_2_before_spark(tmp_path, capsys, no_spark, option, value, says):
+    assert main(["run", "--input", str(SAMPLE), "--lake", str(tmp_path / "lake"), option, value]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and says in err[0] and "(exit 2)" in err[0], err
+
+
 # --- lake path: refused before Spark -----------------------------------------------------------
 
 

@@ -403,19 +403,28 @@ def test_bronze_layout_reads_only_the_schema(spark, store, monkeypatch):
 
 
 def test_merge_partition_condition_bounds_the_target_to_the_sources_partitions(spark):
-    """DeltaSparkStorage.upsert's extra MERGE condition (an IN list per partition column, nulls kept)."""
+    """DeltaSparkStorage.upsert's MERGE condition (SQL text): the keys, and an IN list per partition
+    column, nulls kept, values as literals of their own type (quotes escaped)."""
     from epoch_audit.lake.delta_rs import _prunable_partition_columns
-    from epoch_audit.lake.engine_base import partition_condition as _partition_condition
+    from epoch_audit.lake.delta_spark import _merge_condition
 
     target = spark.createDataFrame(
         [(1, "c1", dt_date(2024, 1, 1)), (2, "c1", None), (3, "c2", dt_date(2024, 1, 1)), (4, None, None),
-         (5, "c3", dt_date(2024, 1, 2))],
+         (5, "c3", dt_date(2024, 1, 2)), (6, "it's", None)],
         "id int, cluster_id string, event_date date",
     ).alias("t")
-    cond = _partition_condition(["cluster_id", "event_date"], [("c1", dt_date(2024, 1, 1)), ("c2", None)], "t")
-    assert _rows(target.where(cond), "id") == [(1,), (2,), (3,)]
-    assert _rows(target.where(_partition_condition(["cluster_id"], [(None,)], "t")), "id") == [(4,)]
-    assert target.where(_partition_condition(["cluster_id"], [], "t")).count() == 0
+    source = spark.range(1).select(F.lit(1).alias("id")).alias("s")
+    pairs = target.crossJoin(source)
+
+    def matching(tuples: list[tuple], columns: list[str]) -> list[tuple]:
+        condition = _merge_condition([], columns, tuples)
+        return _rows(pairs.where(F.expr(condition)).select("t.id"), "id")
+
+    assert matching([("c1", dt_date(2024, 1, 1)), ("c2", None)], ["cluster_id", "event_date"]) == [(1,), (2,), (3,)]
+    assert matching([(None,)], ["cluster_id"]) == [(4,)]
+    assert matching([], ["cluster_id"]) == []
+    assert matching([("it's",)], ["cluster_id"]) == [(6,)]
+    assert _merge_condition(["id"], [], []) == "t.`id` <=> s.`id`"
     # delta-rs prunes by partition columns whose Delta-log string form is unambiguous, same type in the source
     table = spark.createDataFrame([], "a string, d date, t timestamp, x int").schema
     assert _prunable_partition_columns(table, spark.createDataFrame([], "a string, d date, t timestamp, x long").schema,

@@ -31,7 +31,6 @@ DELTA_SESSION_CONF: dict[str, str] = {
 }
 
 
-
 def delta_session_conf() -> dict[str, str]:
     """What an embedded session needs besides the package to run this engine. Delta rebuilds a
     table's snapshot in ``snapshotPartitions`` tasks (50 by default): on a laptop's lake, a
@@ -90,10 +89,8 @@ class DeltaSparkStorage:
     def exists(self, table: str) -> bool:
         try:
             self.spark.sql(f"DESCRIBE DETAIL {_quoted_path(self.path(table))}").select("format").collect()
-        except Exception as err:  # AnalysisException: DELTA_MISSING_DELTA_TABLE, PATH_NOT_FOUND, ...
-            if "DELTA_MISSING_DELTA_TABLE" in str(err) or "PATH_NOT_FOUND" in str(err) or "not a Delta table" in str(
-                err
-            ):
+        except Exception as err:  # an AnalysisException, classic or through Spark Connect
+            if any(sign in str(err) for sign in ("DELTA_MISSING_DELTA_TABLE", "PATH_NOT_FOUND", "not a Delta table")):
                 return False
             raise
         return True

@@ -79,18 +79,3 @@ def replaced_trivially(storage: LakeStorage, table: str, df: DataFrame, values: 
 def source_partitions(source: DataFrame, columns: list[str]) -> list[tuple]:
     """The distinct value tuples of ``columns`` in ``source`` (one row per partition it writes: small)."""
     return [tuple(r) for r in source.select(*columns).distinct().collect()]
-
-
-def partition_condition(columns: list[str], tuples: list[tuple], alias: str) -> Column:
-    """``alias.<c> IN (values of c)`` for each column (null matched too when among them), ANDed.
-
-    A superset of the exact tuples, in the simple shape Delta uses to skip files."""
-    cond = F.lit(True)
-    for i, column in enumerate(columns):
-        target = F.col(f"{alias}.`{column}`")
-        values = sorted({t[i] for t in tuples if t[i] is not None})
-        term = target.isin(values) if values else F.lit(False)
-        if any(t[i] is None for t in tuples):
-            term = term | target.isNull()
-        cond = cond & term
-    return cond
