@@ -24,6 +24,8 @@ def test_message_prefix_drops_context_and_numbers() -> None:
     assert message_prefix("[Broker id=1] [Partition t-0] Rolled new log segment at offset 12") == "Rolled new log segment"
     assert message_prefix("Fetch session 123 created\nat x") == "Fetch session N created"
     assert record_family(None, "") == "- | "
+    request = 'Completed request:{"isForwarded":false,"requestHeader":{"requestApiKey":3,"requestApiKeyName":"METADATA"}'
+    assert record_family("kafka.request.logger", request) == "kafka.request.logger | Completed request: METADATA"
     assert line_family("segment-dump", "| offset: 7 CreateTime: 1 keySize: -1") == "segment-dump | | offset"
 
 

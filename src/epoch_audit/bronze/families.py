@@ -22,9 +22,18 @@ def message_prefix(message: str) -> str:
     return " ".join(words)[:_PREFIX_CHARS]
 
 
+_API_NAME = re.compile(r'"requestApiKeyName":"([A-Z_]+)"')
+_API_KEY = re.compile(r'"requestApiKey":(\d+)')
+
+
 def record_family(logger: str | None, message: str | None) -> str:
-    """``<logger> | <message prefix>`` of a log record."""
-    return f"{logger or '-'} | {message_prefix(message or '')}"
+    """``<logger> | <message prefix>`` of a log record; a request-log record's prefix is its request type."""
+    text = message or ""
+    if text.startswith("Completed request:"):
+        name, key = _API_NAME.search(text[:400]), _API_KEY.search(text[:400])
+        name = name.group(1) if name else f"api key {key.group(1)}" if key else "?"
+        return f"{logger or '-'} | Completed request: {name}"
+    return f"{logger or '-'} | {message_prefix(text)}"
 
 
 def line_family(log_kind: str, text: str) -> str:
