@@ -40,6 +40,13 @@ CONTROLLER_TEMPLATES: list[LineTemplate] = [
         r"Failed to update ISR to (?:" + LEADER_AND_ISR + r"|(?P<_new_isr>.*?)) for partition " + TOPIC_PARTITION + r", bad ZK version\.",
         version="@leader_and_isr_if_printed",
         const={"error": "INVALID_UPDATE_VERSION", "d_reason": "bad ZK version"}),
+    # Seen in real 3.9 ZK controller.log (epoch-audit lab): the only controller.log line that names the controller
+    # epoch; the "ISR for partition" decisions below it in the same file take their epoch from it.
+    # The message starts with the broker id; templates route on their first character, hence one per digit.
+    *(LineTemplate(f"Z_ELECTED_{digit}", "controller_failover", ZK_CONTROLLER, digit,
+        r"(?P<controller_id>\d+) successfully elected as the controller\. Epoch incremented to "
+        r"(?P<controller_epoch>\d+) and epoch zk version is now (?P<d_epoch_zk_version>\d+)",
+        contains=(" successfully elected as the controller. Epoch incremented to ",)) for digit in "0123456789"),
     LineTemplate("Z_ISR_UPDATED", "controller_isr_updated", ZK_CONTROLLER, "ISR for partition ",
         r"ISR for partition " + TOPIC_PARTITION + r" updated to (?:" + LEADER_AND_ISR + r"|(?P<_new_isr>.*))\.",
         version="@leader_and_isr_if_printed"),
