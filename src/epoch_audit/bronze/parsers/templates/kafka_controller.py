@@ -133,7 +133,8 @@ CONTROLLER_TEMPLATES: list[LineTemplate] = [
         r"(?P<_unclean>UNCLEAN )?partition change for " + TOPIC_PARTITION + r"(?: with topic ID (?P<topic_id>" + UUID
         + r"))?: (?P<_change_summary>.*)"),
     LineTemplate("R_FENCING", "controller_fencing_broker", KRAFT_CONTROLLER, "Fencing broker ",
-        r"Fencing broker (?P<broker_id>\d+) because its session has timed out\.",
+        # " at epoch <broker epoch>": seen in real 4.1 controller.log (epoch-audit lab); 3.9 logs none
+        r"Fencing broker (?P<broker_id>\d+)(?: at epoch (?P<broker_epoch>\d+))? because its session has timed out\.",
         const={"fenced": True, "d_reason": "session timed out"}),
     LineTemplate("R_REG_INITIAL", "controller_replayed", KRAFT_CONTROLLER, "Replayed initial RegisterBrokerRecord for broker ",
         r"Replayed initial RegisterBrokerRecord for broker (?P<broker_id>\d+): (?P<_registration_record>RegisterBrokerRecord\(.*\))",
