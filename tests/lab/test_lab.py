@@ -103,7 +103,7 @@ def test_bad_options_exit_2_with_one_line(tmp_path: Path) -> None:
     assert result.returncode == 2
     assert result.stderr.strip().splitlines()[-1].startswith("epoch-audit: error: --mode zk: Kafka 4.1.1 has no")
     (tmp_path / "faults.yaml").write_text("faults: [{at: 1, action: explode}]\n")
-    command[7] = str(tmp_path / "faults.yaml")
-    command[5] = "kraft"
+    command[command.index("none")] = str(tmp_path / "faults.yaml")
+    command[command.index("zk")] = "kraft"
     result = subprocess.run(command, capture_output=True, text=True, timeout=120)
     assert result.returncode == 2 and "unknown action 'explode'" in result.stderr

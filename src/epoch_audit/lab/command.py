@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -83,14 +84,14 @@ def _lab(args: argparse.Namespace) -> dict[str, Any]:
     cluster = Cluster(args.kafka, args.mode, classpath, out / ".lab", heap=args.heap)
     manifest: dict[str, Any] = {
         "kafka": args.kafka, "mode": args.mode, "cluster_id": cluster.cluster_id, "faults_file": args.faults,
-        "schedule": [fault.__dict__ for fault in schedule], "minutes": args.minutes, "rate": args.rate,
+        "schedule": [asdict(fault) for fault in schedule], "minutes": args.minutes, "rate": args.rate,
         "started_at": now(),
     }
     runner = FaultRunner(cluster)
     try:
         cluster.configure()
         cluster.start_all()
-        runner._step("cluster ready", bootstrap=cluster.bootstrap)
+        runner.step("cluster ready", bootstrap=cluster.bootstrap)
         topics = [*LAB_TOPICS, *([UNCLEAN_TOPIC] if any(f.action == "unclean" for f in schedule) else [])]
         for topic in topics:
             create_topic(cluster, topic)
@@ -99,7 +100,7 @@ def _lab(args: argparse.Namespace) -> dict[str, Any]:
             producers = [start_producer(cluster, topic, seconds, args.rate, cluster.work / f"producer-{topic.name}.out")
                          for topic in topics]
             started = time.monotonic()
-            runner._step("traffic started", topics=[t.name for t in topics])
+            runner.step("traffic started", topics=[t.name for t in topics])
             runner.run(schedule, started)
             time.sleep(max(0.0, started + seconds - time.monotonic()))
             for producer in producers:  # ends on its own at its record count, unless retries held it back
@@ -108,16 +109,16 @@ def _lab(args: argparse.Namespace) -> dict[str, Any]:
                 except subprocess.TimeoutExpired:
                     producer.terminate()
                     producer.wait()
-            runner._step("traffic stopped")
+            runner.step("traffic stopped")
             time.sleep(3)  # the last fetches and checkpoint writes land
         # Collected from the live cluster, as a nightly agent does: stopping every broker first would end the
         # history with each partition's last replica fenced in its ISR (true, but a lab artefact).
         manifest["checkpoint_copies"] = copier.copies
         manifest["log_files"] = copy_logs(cluster, out)
         manifest["dumps"] = dump_segments(cluster, out)
-        runner._step("collected")
+        runner.step("collected")
         cluster.stop_all()
-        runner._step("cluster stopped")
+        runner.step("cluster stopped")
     finally:
         cluster.kill_all()
         for producer in locals().get("producers", []):

@@ -82,7 +82,7 @@ class FaultRunner:
         self.cluster = cluster
         self.steps: list[dict[str, Any]] = []
 
-    def _step(self, what: str, node: Node | None = None, **detail: Any) -> None:
+    def step(self, what: str, node: Node | None = None, **detail: Any) -> None:
         step = {"time": now(), "step": what, **({"node": node.node_id} if node else {}), **detail}
         self.steps.append(step)
         print(f"lab: {step['time']} {what}" + (f" node {node.node_id}" if node else ""), flush=True, file=sys.stderr)
@@ -110,26 +110,26 @@ class FaultRunner:
                 detail.update(topic=fault.topic, partition=fault.partition)
             if fault.action == "pause":
                 self.cluster.signal(node, signal.SIGSTOP)
-                self._step("SIGSTOP", node, **detail)
+                self.step("SIGSTOP", node, **detail)
                 time.sleep(fault.seconds)
                 self.cluster.signal(node, signal.SIGCONT)
-                self._step("SIGCONT", node, **detail)
+                self.step("SIGCONT", node, **detail)
                 continue
             if fault.action == "kill":
                 self.cluster.kill(node)
-                self._step("kill -9", node, **detail)
+                self.step("kill -9", node, **detail)
             elif fault.action in ("shutdown", "restart"):
-                self._step("SIGTERM (controlled shutdown)", node, **detail)
+                self.step("SIGTERM (controlled shutdown)", node, **detail)
                 self.cluster.shutdown(node)
-                self._step("stopped", node, **detail)
+                self.step("stopped", node, **detail)
             time.sleep(fault.down)
             self._restart(node)
 
     def _restart(self, node: Node) -> None:
         self.cluster.start(node)
-        self._step("restart", node)
+        self.step("restart", node)
         self.cluster.wait_ready(node)
-        self._step("ready", node)
+        self.step("ready", node)
 
     def _unclean(self, fault: Fault) -> None:
         """Unclean leader election: stop the followers, keep writing with acks=1 to the lone leader, kill it,
@@ -139,11 +139,11 @@ class FaultRunner:
         stale = followers[0]
         for follower in followers:
             self.cluster.kill(follower)
-            self._step("kill -9 (follower of unclean topic)", follower, topic=fault.topic)
+            self.step("kill -9 (follower of unclean topic)", follower, topic=fault.topic)
         time.sleep(SESSION_TIMEOUT_MS / 1000 + 8)  # the ISR shrinks to the leader; acks=1 writes go on
         leader = self.cluster.nodes[leader_id]
         self.cluster.kill(leader)
-        self._step("kill -9 (leader of unclean topic)", leader, topic=fault.topic)
+        self.step("kill -9 (leader of unclean topic)", leader, topic=fault.topic)
         self._restart(stale)
         time.sleep(fault.down)
         for node in [*followers[1:], leader]:
