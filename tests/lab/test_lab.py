@@ -107,3 +107,26 @@ def test_bad_options_exit_2_with_one_line(tmp_path: Path) -> None:
     command[command.index("zk")] = "kraft"
     result = subprocess.run(command, capture_output=True, text=True, timeout=120)
     assert result.returncode == 2 and "unknown action 'explode'" in result.stderr
+
+
+UNCLEAN = Path(__file__).with_name("faults-unclean.yaml")
+
+
+@pytest.mark.skipif(_requirements() is not None, reason=str(_requirements()))
+@pytest.mark.skipif(not MATRIX, reason="matrix: set EPOCH_AUDIT_LAB_MATRIX=1 (a second lab run does not fit CI)")
+def test_unclean_election_is_not_a_violation(tmp_path: Path) -> None:
+    """ZooKeeper 3.9: the controller elects a stale follower of lab-unclean (unclean.leader.election.enable) and
+    the old leader truncates acknowledged, high-watermark-covered acks=1 records. The audit reports no violation
+    of that partition: the election is what the topic allows, and no invariant compares high watermarks across
+    brokers (docs/lab.md, "Unclean leader election")."""
+    code, manifest = run_lab(tmp_path, "3.9.1", "zk", str(UNCLEAN), minutes=1.5)
+    host_logs = (tmp_path / "out" / f"cluster={manifest['cluster_id']}").glob("broker-*/state-change.log*")
+    elections = [line for path in host_logs for line in path.read_text().splitlines()
+                 if "Changed partition lab-unclean-0 from OfflinePartition to OnlinePartition" in line]
+    assert any("leaderRecoveryState=RECOVERING" in line for line in elections), "no unclean election happened"
+    ingest = manifest["audit"]["stages"]["ingest"]
+    assert ingest["malformed"] == 0
+    from deltalake import DeltaTable
+
+    violations = DeltaTable(str(tmp_path / "lake" / "gold" / "violations")).to_pyarrow_table().to_pylist()
+    assert [v["explanation"] for v in violations if v["topic"] == "lab-unclean"] == []
