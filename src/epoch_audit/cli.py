@@ -173,7 +173,9 @@ def build_parser() -> argparse.ArgumentParser:
             name, help=text, description=text, epilog=epilog, formatter_class=_help_format
         )
         _common(command, needs_input=needs_input)
-    parser.set_defaults(dev_commands=_dev_commands(sub))
+    from epoch_audit.lab.command import add_lab_command
+
+    parser.set_defaults(dev_commands={**add_lab_command(sub), **_dev_commands(sub)})
     return parser
 
 

@@ -14,7 +14,7 @@ text) and ``file`` (one per task: its counts and the max event time so far).
 
 from __future__ import annotations
 
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Iterable, Iterator
 from datetime import UTC, date, datetime, timedelta
 from functools import partial
@@ -25,6 +25,7 @@ from pyspark.sql.types import ArrayType, DateType, LongType, StringType, StructF
 
 from epoch_audit.bronze.accounting import QUARANTINE_TEXT_CHARS, line_problem, orphan_status, outcome_status
 from epoch_audit.bronze.discover import ReadTask
+from epoch_audit.bronze.families import line_family, record_family
 from epoch_audit.bronze.framing import MarkedLine, Record, frame_lines, mark, record_row, redact
 from epoch_audit.bronze.parsers import checkpoints, kafka_log4j, metadata_dump, redpanda, request_log, segment_dump
 from epoch_audit.bronze.parsers.rows import MALFORMED, Row, arrow_type, arrow_value, finish_row
@@ -124,6 +125,7 @@ class FilePass:
         seed = task.get("seed_micros")
         self.max_micros: int | None = seed
         self.out: list[Row] = []
+        self.irrelevant_families: Counter[str] = Counter()
 
     # -- lines ---------------------------------------------------------------------------------
     def line_facts(self, text: str, chars: int, read_problem: str | None) -> tuple[str, str | None]:
@@ -176,6 +178,13 @@ class FilePass:
         rows, self.out = self.out, []
         return rows
 
+    def family_rows(self) -> list[Row]:
+        """One ``irrelevant_family`` row per family of this file's irrelevant lines (``reason``: the family,
+        ``lines_read``: its lines), summed over files by the ingest stage for the run summary."""
+        return [{"row_kind": "irrelevant_family", "file_id": self.task["file_id"],
+                 "source_file": self.task["source_file"], "reason": family, "lines_read": lines}
+                for family, lines in self.irrelevant_families.items()]
+
     def file_row(self) -> Row:
         return {"row_kind": "file", "file_id": self.task["file_id"], "source_file": self.task["source_file"],
                 **self.counts, "max_event_micros": self.max_micros}
@@ -218,9 +227,13 @@ def _log_file(state: FilePass, lines: Iterable[Line], zone: str) -> Iterator[Row
             yield from state.take()
             continue
         record: Record = item
-        has_event, reason = state.emit_events(list(parse_record(record_row(record, provenance, zone))))
+        row = record_row(record, provenance, zone)
+        has_event, reason = state.emit_events(list(parse_record(row)))
         status = outcome_status(has_event, reason)
-        for number in (record.start.line_number, *record.continuation_lines):
+        numbers = (record.start.line_number, *record.continuation_lines)
+        if status == "irrelevant":
+            state.irrelevant_families[record_family(row["logger"], row["message"])] += len(numbers)
+        for number in numbers:
             state.status(number, texts.pop(number), status, reason)
         yield from state.take()
     yield from state.take()
@@ -247,7 +260,10 @@ def _dump_file(state: FilePass, lines: Iterable[Line], zone: str) -> Iterator[Ro
         while pending and (before is None or pending[0][0] < before):
             number, text = pending.popleft()
             has_event, reason = settled_events.pop(number, (False, None))
-            state.status(number, text, outcome_status(has_event, reason), reason)
+            status = outcome_status(has_event, reason)
+            if status == "irrelevant":
+                state.irrelevant_families[line_family(task["log_kind"], text)] += 1
+            state.status(number, text, status, reason)
 
     if parse_file is None:
         for _ in readable():
@@ -286,6 +302,7 @@ def task_rows(task: Row, zone: str, line_statuses: list[tuple[int, str, str | No
     )
     process = _log_file if task["log_kind"] in LOG_KINDS else _dump_file
     yield from process(state, numbered, zone)
+    yield from state.family_rows()
     yield state.file_row()
 
 

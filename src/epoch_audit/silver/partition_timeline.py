@@ -159,8 +159,9 @@ def with_file_controller_epoch(own: DataFrame, events: DataFrame) -> DataFrame:
     Without it the decision would sort before every decision of the partition.
     """
     need = own.where(F.col("controller_epoch").isNull()).select("event_id", "file_id", "line_number", "sub_index")
-    marks = events.where(
-        F.col("event_type").isin(*ZK_CONTROLLER_LOG_TYPES) & F.col("controller_epoch").isNotNull()
+    marks = events.where(  # the election line is the one controller.log line naming the epoch (3.x shipped config)
+        F.col("event_type").isin(*ZK_CONTROLLER_LOG_TYPES, "controller_failover")
+        & F.col("controller_epoch").isNotNull()
     ).select("file_id", "line_number", "sub_index", F.col("controller_epoch").alias("_mark_ce"))
     line = [F.col("line_number"), F.col("sub_index")]
     filled = asof_last(need, marks, ["file_id"], line, ["_mark_ce"]).select(

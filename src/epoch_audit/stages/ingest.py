@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import Counter
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 
@@ -49,6 +50,7 @@ QUARANTINE_TABLE = "quarantine/lines"
 FILES_TABLE = "bronze/ingest_files"
 ACCOUNTING_TABLE = "bronze/ingest_accounting"
 SKIPPED_PATHS_SHOWN = 50  # the run summary lists this many skipped input paths (all are counted)
+IRRELEVANT_FAMILIES_LISTED = 40  # the run summary lists this many families of irrelevant lines, biggest first
 
 
 def bronze_columns(storage: LakeStorage) -> list[str]:
@@ -93,6 +95,8 @@ class IngestResult:
     # secret values replaced by [redacted] in the lines read (before anything was stored)
     redacted_secrets: int = 0
     skipped_input_paths: list[dict[str, str]] = field(default_factory=list)
+    # the biggest families of irrelevant lines ("<logger> | <message prefix>"): format gaps show here
+    irrelevant_families: list[dict[str, object]] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -161,10 +165,16 @@ def ingest(
     pass_rows(spark, plan.tasks, config, seeds).write.mode("overwrite").parquet(f"{staging}/pass")
     staged = spark.read.parquet(f"{staging}/pass")
     timer.lap("read_parse_and_count")
-    counts = {
-        r["file_id"]: r.asDict()
-        for r in staged.where(F.col("row_kind") == "file").select("file_id", *COUNT_COLUMNS).collect()
-    }  # one row per file read: small
+    counts: dict[str, dict] = {}
+    families: Counter[str] = Counter()
+    # one row per file read, and one per family of its irrelevant lines: small
+    for r in staged.where(F.col("row_kind").isin("file", "irrelevant_family")).select(
+        "row_kind", "file_id", "reason", *COUNT_COLUMNS
+    ).collect():
+        if r["row_kind"] == "file":
+            counts[r["file_id"]] = r.asDict()
+        else:
+            families[r["reason"]] += r["lines_read"]
     file_max = {fid: c["max_event_micros"] for fid, c in counts.items()}
     events = staged.where(F.col("row_kind") == "event")
     from epoch_audit.stages.carry import drop_outdated_carries
@@ -228,6 +238,8 @@ def ingest(
         irrelevant=totals["irrelevant"],
         malformed=totals["malformed"],
         step_seconds=timer.seconds,
+        irrelevant_families=[{"family": family, "lines": lines}
+                             for family, lines in families.most_common(IRRELEVANT_FAMILIES_LISTED)],
         redacted_secrets=sum(int(counts.get(task.file_id, {}).get("redacted") or 0) for task in plan.tasks),
         **skipped_summary,
     )

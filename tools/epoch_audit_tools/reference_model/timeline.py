@@ -108,7 +108,9 @@ def _filled_controller_epochs(events: list[Event]) -> dict[str, Any]:
     last_epoch_in_file: dict[Any, Any] = {}
     filled: dict[str, Any] = {}
     for event in sorted(events, key=_file_line_order):
-        if event["event_type"] in ZK_CONTROLLER_LOG_TYPES and event.get("controller_epoch") is not None:
+        # the election line ("... Epoch incremented to E") names the epoch in controller.log too
+        marks_epoch = event["event_type"] in ZK_CONTROLLER_LOG_TYPES or event["event_type"] == "controller_failover"
+        if marks_epoch and event.get("controller_epoch") is not None:
             last_epoch_in_file[event.get("file_id")] = event["controller_epoch"]
         elif event["event_type"] in ZK_DECISION_TYPES:  # a decision line without an epoch
             filled[event["event_id"]] = last_epoch_in_file.get(event.get("file_id"))

@@ -283,7 +283,9 @@ def tp_set_fanout(g: Groups) -> list[Element] | None:
 
 _FETCH_MAP_ENTRY = (
     r"([\w.-]+-\d+) -> (?:\(offset=(-?\d+), leaderEpoch=(-?\d+)\)|InitialFetchState\("
-    r"(?:(?:Some\([\w-]+\)|None),)?BrokerEndPoint\(id=\d+, host=[^)]*\),(-?\d+),(-?\d+)(?:,[^)]*)?\))"
+    # BrokerEndPoint(id=1, host=h:p) up to 3.9; a Java record, BrokerEndPoint[id=1, host=h, port=p], in 4.x
+    r"(?:(?:Some\([\w-]+\)|None),)?BrokerEndPoint(?:\(id=\d+, host=[^)]*\)|\[id=\d+, host=[^\]]*\]),"
+    r"(-?\d+),(-?\d+)(?:,[^)]*)?\))"
 )
 
 

@@ -40,6 +40,13 @@ CONTROLLER_TEMPLATES: list[LineTemplate] = [
         r"Failed to update ISR to (?:" + LEADER_AND_ISR + r"|(?P<_new_isr>.*?)) for partition " + TOPIC_PARTITION + r", bad ZK version\.",
         version="@leader_and_isr_if_printed",
         const={"error": "INVALID_UPDATE_VERSION", "d_reason": "bad ZK version"}),
+    # Seen in real 3.9 ZK controller.log (epoch-audit lab): the only controller.log line that names the controller
+    # epoch; the "ISR for partition" decisions below it in the same file take their epoch from it.
+    # The message starts with the broker id; templates route on their first character, hence one per digit.
+    *(LineTemplate(f"Z_ELECTED_{digit}", "controller_failover", ZK_CONTROLLER, digit,
+        r"(?P<controller_id>\d+) successfully elected as the controller\. Epoch incremented to "
+        r"(?P<controller_epoch>\d+) and epoch zk version is now (?P<d_epoch_zk_version>\d+)",
+        contains=(" successfully elected as the controller. Epoch incremented to ",)) for digit in "0123456789"),
     LineTemplate("Z_ISR_UPDATED", "controller_isr_updated", ZK_CONTROLLER, "ISR for partition ",
         r"ISR for partition " + TOPIC_PARTITION + r" updated to (?:" + LEADER_AND_ISR + r"|(?P<_new_isr>.*))\.",
         version="@leader_and_isr_if_printed"),
@@ -126,7 +133,8 @@ CONTROLLER_TEMPLATES: list[LineTemplate] = [
         r"(?P<_unclean>UNCLEAN )?partition change for " + TOPIC_PARTITION + r"(?: with topic ID (?P<topic_id>" + UUID
         + r"))?: (?P<_change_summary>.*)"),
     LineTemplate("R_FENCING", "controller_fencing_broker", KRAFT_CONTROLLER, "Fencing broker ",
-        r"Fencing broker (?P<broker_id>\d+) because its session has timed out\.",
+        # " at epoch <broker epoch>": seen in real 4.1 controller.log (epoch-audit lab); 3.9 logs none
+        r"Fencing broker (?P<broker_id>\d+)(?: at epoch (?P<broker_epoch>\d+))? because its session has timed out\.",
         const={"fenced": True, "d_reason": "session timed out"}),
     LineTemplate("R_REG_INITIAL", "controller_replayed", KRAFT_CONTROLLER, "Replayed initial RegisterBrokerRecord for broker ",
         r"Replayed initial RegisterBrokerRecord for broker (?P<broker_id>\d+): (?P<_registration_record>RegisterBrokerRecord\(.*\))",

@@ -1,0 +1,132 @@
+"""``epoch-audit lab`` end to end: a real Kafka cluster, faults, collection, and the audit of what was collected.
+
+One KRaft 3.9 run with a leader killed and restarted, a leader paused past the session timeout and a controller
+failover runs by default (about four minutes on two cores, the lab's share of the CI budget). The other modes and
+the fault-free runs run with ``EPOCH_AUDIT_LAB_MATRIX=1``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+FAULTS = Path(__file__).with_name("faults-kill-pause-failover.yaml")
+MATRIX = os.environ.get("EPOCH_AUDIT_LAB_MATRIX") == "1"
+
+
+def _requirements() -> str | None:
+    for tool in ("java", "mvn"):
+        if shutil.which(tool) is None:
+            return f"{tool} not on PATH: the lab runs Kafka's JVMs and fetches their jars with Maven"
+    return None
+
+
+def run_lab(tmp_path: Path, version: str, mode: str, faults: str, minutes: float) -> tuple[int, dict]:
+    command = [sys.executable, "-m", "epoch_audit.cli", "lab", "--kafka", version, "--mode", mode,
+               "--faults", faults, "--minutes", str(minutes), "--out", str(tmp_path / "out"),
+               "--lake", str(tmp_path / "lake"), "--rate", "50", "--json"]
+    result = subprocess.run(command, stdout=subprocess.PIPE, text=True, timeout=1200)
+    assert result.stdout.strip(), f"lab printed nothing (exit {result.returncode})"
+    return result.returncode, json.loads(result.stdout.strip().splitlines()[-1])
+
+
+# What a confirmed violation from a lab run may be, and why (docs/lab.md, "What the audit reported"):
+# - write_accepted_by_fenced_leader on the acks=1 topic by a paused leader: true, acks=1's zombie window;
+# - stale_broker_epoch_isr_join of a restarted broker: a known false positive of rule 2 (incremental fetch
+#   sessions leave a caught-up partition out of the fetch response; request-log times are completion times),
+#   listed here until the check learns it, so that every other confirmed violation fails the test.
+def explained(violation: dict, manifest: dict) -> bool:
+    paused = {step["node"] for step in manifest["steps"] if step["step"] == "SIGSTOP"}
+    restarted = {step["node"] for step in manifest["steps"] if step["step"] == "restart"}
+    if violation["invariant"] == "write_accepted_by_fenced_leader":
+        return violation["topic"] == "lab-acks-1" and violation["broker_id"] in paused
+    if violation["invariant"] == "stale_broker_epoch_isr_join":
+        return violation["broker_id"] in restarted | paused
+    return False
+
+
+def assert_clean_audit(code: int, manifest: dict, lake: Path) -> None:
+    audit = manifest["audit"]
+    ingest = audit["stages"]["ingest"]
+    assert ingest["lines_read"] > 10_000
+    assert ingest["lines_read"] == ingest["parsed"] + ingest["irrelevant"] + ingest["malformed"]
+    assert ingest["malformed"] == 0, "a genuine Kafka line was quarantined"
+    families = ingest["irrelevant_families"]
+    assert families and all(" | " in f["family"] for f in families)
+    assert sum(f["lines"] for f in families) <= ingest["irrelevant"]
+    from deltalake import DeltaTable
+
+    violations = DeltaTable(str(lake / "gold" / "violations")).to_pyarrow_table().to_pylist()
+    confirmed = [v for v in violations if v["confidence"] == "confirmed"]
+    unexplained = [v["explanation"] for v in confirmed if not explained(v, manifest)]
+    assert unexplained == [], "confirmed violations on a real cluster"
+    errors = any(v["severity"] == "error" for v in violations)
+    assert code == (3 if errors or audit["stages"]["validate"].get("critical_failures") else 0)
+
+
+CASES = [
+    pytest.param("3.9.1", "kraft", str(FAULTS), id="kraft-3.9-faults"),
+    pytest.param("3.9.1", "kraft", "none", id="kraft-3.9-none", marks=pytest.mark.skipif(not MATRIX, reason="matrix")),
+    pytest.param("3.9.1", "zk", str(FAULTS), id="zk-3.9-faults", marks=pytest.mark.skipif(not MATRIX, reason="matrix")),
+    pytest.param("3.9.1", "zk", "none", id="zk-3.9-none", marks=pytest.mark.skipif(not MATRIX, reason="matrix")),
+    pytest.param("4.1.1", "kraft", str(FAULTS), id="kraft-4.1-faults",
+                 marks=pytest.mark.skipif(not MATRIX, reason="matrix")),
+    pytest.param("4.1.1", "kraft", "none", id="kraft-4.1-none", marks=pytest.mark.skipif(not MATRIX, reason="matrix")),
+]
+
+
+@pytest.mark.skipif(_requirements() is not None, reason=str(_requirements()))
+@pytest.mark.parametrize(("version", "mode", "faults"), CASES)
+def test_lab_run_is_fully_accounted_and_clean(tmp_path: Path, version: str, mode: str, faults: str) -> None:
+    code, manifest = run_lab(tmp_path, version, mode, faults, minutes=1.0)
+    steps = [step["step"] for step in manifest["steps"]]
+    if faults != "none":
+        assert {"kill -9", "SIGSTOP", "SIGCONT", "restart"} <= set(steps)
+    assert "collected" in steps
+    hosts = sorted(p.name for p in (tmp_path / "out" / f"cluster={manifest['cluster_id']}").iterdir())
+    assert hosts == ["broker-1", "broker-2", "broker-3"]
+    assert_clean_audit(code, manifest, tmp_path / "lake")
+
+
+def test_bad_options_exit_2_with_one_line(tmp_path: Path) -> None:
+    command = [sys.executable, "-m", "epoch_audit.cli", "lab", "--kafka", "4.1.1", "--mode", "zk", "--faults",
+               "none", "--minutes", "1", "--out", str(tmp_path / "out"), "--no-audit"]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines()[-1].startswith("epoch-audit: error: --mode zk: Kafka 4.1.1 has no")
+    (tmp_path / "faults.yaml").write_text("faults: [{at: 1, action: explode}]\n")
+    command[command.index("none")] = str(tmp_path / "faults.yaml")
+    command[command.index("zk")] = "kraft"
+    result = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2 and "unknown action 'explode'" in result.stderr
+
+
+UNCLEAN = Path(__file__).with_name("faults-unclean.yaml")
+
+
+@pytest.mark.skipif(_requirements() is not None, reason=str(_requirements()))
+@pytest.mark.skipif(not MATRIX, reason="matrix: set EPOCH_AUDIT_LAB_MATRIX=1 (a second lab run does not fit CI)")
+def test_unclean_election_is_not_a_violation(tmp_path: Path) -> None:
+    """ZooKeeper 3.9: the controller elects a stale follower of lab-unclean (unclean.leader.election.enable) and
+    the old leader truncates acknowledged, high-watermark-covered acks=1 records. The audit reports no violation
+    of that partition: the election is what the topic allows, and no invariant compares high watermarks across
+    brokers (docs/lab.md, "Unclean leader election")."""
+    code, manifest = run_lab(tmp_path, "3.9.1", "zk", str(UNCLEAN), minutes=1.5)
+    host_logs = (tmp_path / "out" / f"cluster={manifest['cluster_id']}").glob("broker-*/state-change.log*")
+    elections = [line for path in host_logs for line in path.read_text().splitlines()
+                 if "Changed partition lab-unclean-0 from OfflinePartition to OnlinePartition" in line]
+    assert any("leaderRecoveryState=RECOVERING" in line for line in elections), "no unclean election happened"
+    ingest = manifest["audit"]["stages"]["ingest"]
+    assert ingest["malformed"] == 0
+    from deltalake import DeltaTable
+
+    violations = DeltaTable(str(tmp_path / "lake" / "gold" / "violations")).to_pyarrow_table().to_pylist()
+    assert [v["explanation"] for v in violations if v["topic"] == "lab-unclean"] == []
