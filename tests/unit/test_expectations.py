@@ -101,6 +101,9 @@ TIMELINE = [
     decision("orders", 0, 11, 2, 2, 2, [1, 2], "e2"),
     decision("orders", 0, 12, 2, 2, 3, [2], "t3"),
     decision("orders", 0, 13, 1, 3, 4, [1, 2], "t4"),
+    # the same state logged again (a ZooKeeper controller after an ISR removal that changed nothing):
+    # no new decision, so no PE that failed to rise
+    decision("orders", 0, 14, 1, 3, 4, [2, 1], "t4-again"),
     decision("orders", 1, 10, 3, 5, 7, [3], "t5"),
     decision("orders", 1, 11, 2, 6, 8, [2, 3], "t6"),
 ]
