@@ -39,17 +39,11 @@ def run_lab(tmp_path: Path, version: str, mode: str, faults: str, minutes: float
 
 
 # What a confirmed violation from a lab run may be, and why (docs/lab.md, "What the audit reported"):
-# - write_accepted_by_fenced_leader on the acks=1 topic by a paused leader: true, acks=1's zombie window;
-# - stale_broker_epoch_isr_join of a restarted broker: a known false positive of rule 2 (incremental fetch
-#   sessions leave a caught-up partition out of the fetch response; request-log times are completion times),
-#   listed here until the check learns it, so that every other confirmed violation fails the test.
+# write_accepted_by_fenced_leader on the acks=1 topic by a paused leader: true, acks=1's zombie window.
 def explained(violation: dict, manifest: dict) -> bool:
     paused = {step["node"] for step in manifest["steps"] if step["step"] == "SIGSTOP"}
-    restarted = {step["node"] for step in manifest["steps"] if step["step"] == "restart"}
     if violation["invariant"] == "write_accepted_by_fenced_leader":
         return violation["topic"] == "lab-acks-1" and violation["broker_id"] in paused
-    if violation["invariant"] == "stale_broker_epoch_isr_join":
-        return violation["broker_id"] in restarted | paused
     return False
 
 

@@ -206,6 +206,26 @@ def rule2_untagged_fetch_after_skew(h):
 
 
 @scenario
+def rule2_vouched_by_alter_partition(h):
+    """Kafka lab, KRaft 3.9: the restarted broker's caught-up fetches after its registration ran in an incremental
+    fetch session that named no partition; the leader's AlterPartition carried the registered epoch it took from them."""
+    base(h, isr=(1, 2))
+    _fetch(h, 10)
+    _join(h)
+    _alter(h, 40)
+    _leader_keeps_logging(h)
+
+
+@scenario
+def rule2_unchecked_epoch_alter_partition(h):
+    base(h, isr=(1, 2))
+    _fetch(h, 10)
+    _join(h)
+    _alter(h, -1)  # "not checked": rule 2 decides
+    _leader_keeps_logging(h)
+
+
+@scenario
 def rule2_leader_log_stops(h):
     base(h, isr=(1, 2))
     _fetch(h, 10)

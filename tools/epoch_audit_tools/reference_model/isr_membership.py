@@ -112,7 +112,7 @@ def check(events: list[Event], config: RuleConfig | None = None) -> list[dict[st
         b = state_at(brokers.get((cluster, r), []), c)
         be = b["broker_epoch"] if b else None
         # rule 1: the accepted AlterPartition's broker epoch for R
-        found = False
+        found = vouched = False
         for a in alter:
             if (a["cluster_id"], a.get("topic_id"), a.get("partition"), a.get("partition_epoch")) != (
                 cluster,
@@ -122,6 +122,9 @@ def check(events: list[Event], config: RuleConfig | None = None) -> list[dict[st
             ) or r not in (a.get("isr") or []):
                 continue
             req_be = a["isr_broker_epochs"][a["isr"].index(r)]
+            # KIP-903: the leader sent the epoch of the fetch that caught R up; the registered one
+            # vouches that the catch-up came from the current incarnation
+            vouched = vouched or (req_be is not None and req_be != -1 and req_be == be)
             if req_be is not None and req_be != -1 and be is not None and req_be != be:
                 out.append(
                     violation(
@@ -136,7 +139,7 @@ def check(events: list[Event], config: RuleConfig | None = None) -> list[dict[st
                 )
                 found = True
                 break
-        if found or b is None or b["registered_at_time"] is None or p["event_time"] is None:
+        if found or vouched or b is None or b["registered_at_time"] is None or p["event_time"] is None:
             continue
         # rule 2: stale catch-up
         treg, tc = b["registered_at_time"], p["event_time"]

@@ -12,7 +12,10 @@ for fetches without it one timed more than max_clock_skew_ms after the registrat
 before the commit, the join is a violation; "suspected" when the fetch and the registration
 are within the skew tolerance of each other. Rule 2 needs fetch evidence: a caught-up fetch
 of R for the partition on the leader's request log, and that log must keep logging (a
-request after the commit). One row per join (rule 1 preferred); broker_id = R.
+request after the commit). Rule 2 is not asked of a join whose accepted AlterPartition carried R's
+registered broker epoch: the leader took that epoch from the fetch that caught R up (KIP-903), which
+an incremental fetch session (KIP-227) may not name in the request log. One row per join (rule 1
+preferred); broker_id = R.
 Reads request-log FETCH traffic: :func:`carry` is what a nightly run keeps of it.
 """
 
@@ -57,8 +60,9 @@ def carry(ctx: CheckContext) -> DataFrame:
     return ids.where(F.col("event_id").isNotNull()).distinct()
 
 
-def _epoch_mismatch_joins(ctx: CheckContext, joins: DataFrame) -> DataFrame:
-    """Rule 1: joins whose accepted AlterPartition carried another broker epoch for the replica."""
+def _accepted_alter_partitions(ctx: CheckContext, joins: DataFrame) -> DataFrame:
+    """Joins with the AlterPartition the controller accepted for them and the broker epoch it carried for
+    the replica (``_req_be``, -1 = not checked)."""
     alter_partitions = ctx.events.where(
         (F.col("event_type") == "request_alter_partition")
         & is_no_error(F.col("error"))
@@ -81,8 +85,12 @@ def _epoch_mismatch_joins(ctx: CheckContext, joins: DataFrame) -> DataFrame:
         & (F.col("partition_epoch") == F.col("a_pe")),
     )
     requested_epoch = F.element_at("isr_broker_epochs", F.array_position("a_isr", F.col("replica")).cast("int"))
-    matched = matched.where(F.array_contains("a_isr", F.col("replica"))).withColumn("_req_be", requested_epoch)
-    return matched.where(
+    return matched.where(F.array_contains("a_isr", F.col("replica"))).withColumn("_req_be", requested_epoch)
+
+
+def _epoch_mismatch_joins(accepted: DataFrame) -> DataFrame:
+    """Rule 1: joins whose accepted AlterPartition carried another broker epoch for the replica."""
+    return accepted.where(
         (F.col("_req_be") != -1) & F.col("registered_be").isNotNull() & (F.col("_req_be") != F.col("registered_be"))
     ).select(
         "*",
@@ -104,11 +112,21 @@ def _epoch_mismatch_joins(ctx: CheckContext, joins: DataFrame) -> DataFrame:
     )
 
 
-def _stale_catch_up_joins(ctx: CheckContext, joins: DataFrame) -> DataFrame:
-    """Rule 2: joins whose last caught-up fetch came from the replica's previous incarnation."""
+def _stale_catch_up_joins(ctx: CheckContext, joins: DataFrame, accepted: DataFrame) -> DataFrame:
+    """Rule 2: joins whose last caught-up fetch came from the replica's previous incarnation.
+
+    A join whose accepted AlterPartition carried the replica's registered broker epoch (not -1) is not
+    asked: the leader puts in ``newIsrWithEpochs`` the ``replicaEpoch`` of the fetch that caught the
+    replica up (KIP-903; ``Partition.prepareIsrExpand``), so the evidence came from the current
+    incarnation, named or not in the request log (an incremental fetch session, KIP-227, leaves a
+    caught-up partition out of both the request and the response). -1 is "not checked": rule 2 decides.
+    """
     skew_s = ctx.config.max_clock_skew_ms / 1000.0
     fetches = caught_up_fetches(ctx.events)
-    candidates = joins.where(F.col("registered_at_time").isNotNull() & F.col("event_time").isNotNull())
+    vouched = accepted.where((F.col("_req_be") != -1) & (F.col("_req_be") == F.col("registered_be")))
+    candidates = joins.where(F.col("registered_at_time").isNotNull() & F.col("event_time").isNotNull()).join(
+        vouched.select("_join_id", "replica").distinct(), ["_join_id", "replica"], "left_anti"
+    )
     last_fetch = last_caught_up_fetches(candidates, fetches, skew_s)
     leader_logs = (
         ctx.events.where(F.col("log_kind") == "request")
@@ -171,7 +189,10 @@ def check(ctx: CheckContext) -> DataFrame:
         "_ev",
         "_expl",
     ]
-    both = _epoch_mismatch_joins(ctx, joins).select(*cols).unionByName(_stale_catch_up_joins(ctx, joins).select(*cols))
+    accepted = _accepted_alter_partitions(ctx, joins)
+    both = _epoch_mismatch_joins(accepted).select(*cols).unionByName(
+        _stale_catch_up_joins(ctx, joins, accepted).select(*cols)
+    )
     by_rule = Window.partitionBy("cluster_id", "_join_id", "replica").orderBy("_rule")
     both = both.withColumn("_rn", F.row_number().over(by_rule)).where("_rn = 1")
     return both.select(
