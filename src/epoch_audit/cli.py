@@ -115,6 +115,9 @@ def _common(p: argparse.ArgumentParser, needs_input: bool = False) -> None:
                    "(default: the profile's spark.remote; none: a classic session)")
     p.add_argument("--junit-xml", default=None, metavar="FILE",
                    help="also write the run as JUnit XML (a test case per invariant and per expectation)")
+    p.add_argument("--suppressions", default=None, metavar="FILE",
+                   help="YAML file of acknowledged violations (reason, owner, expires): they leave the exit code "
+                   "until they expire (default: the profile's checks.suppressions_file)")
     if needs_input:
         p.add_argument("--input", action="append", required=True, metavar="PATH",
                        help="input file or directory (repeatable)")
@@ -267,6 +270,13 @@ def _run_pipeline(args: argparse.Namespace, stages: list[str], console: Any = No
         validate_config(config)
     if getattr(args, "cluster_id", None):
         config.ingest.cluster_id = args.cluster_id
+    if getattr(args, "suppressions", None):
+        config.checks.suppressions_file = args.suppressions
+    if "check" in stages:  # a bad suppressions file fails here, before Spark starts
+        from epoch_audit.gold.registry import REGISTRY
+        from epoch_audit.suppressions import load_suppressions
+
+        load_suppressions(config.checks.suppressions_file, {spec.id for spec in REGISTRY})
     run_id = args.run_id or time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-" + uuid.uuid4().hex[:6]
     inputs: list = []
     if getattr(args, "input", None):

@@ -59,6 +59,8 @@ class IngestConf:
 @dataclass
 class ChecksConf:
     max_clock_skew_ms: int = 1000
+    # YAML file of acknowledged violations (epoch_audit.suppressions); --suppressions overrides it
+    suppressions_file: str | None = None
 
 
 @dataclass

@@ -104,6 +104,33 @@ def test_rerun_changes_nothing(spark, corpus, ran, capsys):
     assert {r["run_id"] for r in ids} == {"e2e"}  # reported once, by the run that first proved it
 
 
+def test_acknowledged_violations_leave_the_exit_code(spark, ran, tmp_path, capsys):
+    """Suppressions (docs/operations.md): a violation an entry covers is kept and marked, but not reported."""
+    _, original = ran
+    lake = tmp_path / "lake"
+    shutil.copytree(original, lake)
+    storage = DeltaRsStorage(spark, str(lake))
+    # as if run e2e had been killed before it completed: the next run reports what it wrote
+    storage.overwrite("gold/run_summary", storage.read("gold/run_summary").where("run_id <> 'e2e'"))
+    errors = storage.read("gold/violations").where("severity = 'error'").collect()
+    entries = [{"invariant": inv, "reason": "injected by the simulator", "owner": "e2e", "expires": "2099-12-31"}
+               for inv in sorted({r["invariant"] for r in errors})]
+    entries.append({"invariant": "two_leaders_same_epoch", "topic": "no-such-topic", "reason": "a typo",
+                    "owner": "e2e", "expires": "2099-12-31"})
+    file = tmp_path / "suppressions.yaml"
+    file.write_text(json.dumps({"suppressions": entries}))  # JSON is YAML
+    code = main(["check", "--lake", str(lake), "--run-id", "e2e-ack", "--suppressions", str(file), "--json"])
+    check = json.loads(capsys.readouterr().out.strip().splitlines()[-1])["stages"]["check"]
+    assert code == 0, check
+    assert [v for v in check["violations"] if v["severity"] == "error"] == []
+    assert sum(c["count"] for c in check["suppressions"]["suppressed_new"]) == len(errors)
+    assert [u.split(":")[0] for u in check["suppressions"]["unmatched"]] == [
+        f"#{len(entries)} two_leaders_same_epoch topic=no-such-topic (e2e, until 2099-12-31)"]
+    covered = storage.read("gold/suppressions").collect()
+    assert sorted(r["violation_id"] for r in covered) == sorted(r["violation_id"] for r in errors)
+    assert {r["status"] for r in covered} == {"active"}
+
+
 def test_clean_history_has_no_violations(spark, ran):
     _, lake = ran
     clean = [cluster for _, cluster, *_ in CLEAN]

@@ -29,7 +29,7 @@ from pyspark.sql import functions as F
 
 from epoch_audit.config import AppConfig
 from epoch_audit.lake.storage import LakeStorage
-from epoch_audit.lake.tables import DAILY_COUNTS_TABLE, EVENTS_TABLE, VIOLATIONS_TABLE
+from epoch_audit.lake.tables import DAILY_COUNTS_TABLE, EVENTS_TABLE, SUPPRESSIONS_TABLE, VIOLATIONS_TABLE
 from epoch_audit.lake.tables import PARTITION_TIMELINE_TABLE as TIMELINE_TABLE
 from epoch_audit.lake.tables import VALIDATION_RESULTS_TABLE as RESULTS_TABLE
 from epoch_audit.stages.base import StageResult
@@ -187,6 +187,10 @@ def gather(spark: SparkSession, storage: LakeStorage, config: AppConfig, run_id:
                 "explanation",
             )
         )
+        if storage.exists(SUPPRESSIONS_TABLE):  # acknowledged violations are listed, marked
+            covered = {r["violation_id"]: r for r in _rows(storage.read(SUPPRESSIONS_TABLE).where("status = 'active'"))}
+            for row in data["violations"]:
+                row["suppression"] = covered.get(row["violation_id"])
         if events is not None:
             data["evidence"] = {r["event_id"]: r for r in _rows(evidence_events(events, shown, v.report_max_evidence))}
         if timeline is None:
@@ -383,7 +387,7 @@ def _violations_html(data: dict[str, Any]) -> str:
             f"<td>{esc(v['leader_epoch'])}</td>",
             f"<td>{esc(v['expected_epoch'])}</td>",
             f"<td class='mono'>{esc(v['event_time'])}</td>",
-            f"<td>{'yes' if v['run_id'] == data['run_id'] else ''}</td>",
+            _new_cell(v, data["run_id"]),
             f"<td>{esc(v['explanation'])}</td>",
             f"<td>{links}</td>",
         ]
@@ -402,6 +406,15 @@ def _violations_html(data: dict[str, Any]) -> str:
         + "".join(rows)
         + "</tbody></table>"
     )
+
+
+def _new_cell(v: dict[str, Any], run_id: str) -> str:
+    """"yes" when this run reported the violation; "suppressed" (why, whose, until when) when acknowledged."""
+    s = v.get("suppression")
+    if s:
+        why = f"{s['reason']} ({s['owner']}, until {s['expires']}; entry {s['entry']})"
+        return f"<td class='suppressed' title='{esc(why)}'>suppressed: {esc(why)}</td>"
+    return f"<td>{'yes' if v['run_id'] == run_id else ''}</td>"
 
 
 def _evidence_html(data: dict[str, Any]) -> str:

@@ -32,6 +32,8 @@ from epoch_audit.stages.carry import (
     write_carries,
 )
 from epoch_audit.stages.state import completed_runs, ledger_fingerprints, mark_built, stale_clusters
+from epoch_audit.stages.suppress import adjust_counts, apply_suppressions
+from epoch_audit.suppressions import load_suppressions
 
 log = logging.getLogger(__name__)
 
@@ -120,6 +122,8 @@ def run_checks(
     violation already there keeps its ``run_id`` (the run that first proved it) as long as that run
     completed (has a ``gold/run_summary`` row). A violation is reported (counted, exit code 3) only
     by the run that first proves it, or by the first complete run after a killed one that wrote it.
+    Suppressions (``epoch_audit.stages.suppress``) take acknowledged violations out of what is
+    reported and bring them back when their entries expire.
     ISR joins the controller refused (INELIGIBLE_REPLICA) are counted per cluster and reason in
     ``rejected_isr_joins`` (the system working, never violations).
     """
@@ -136,7 +140,8 @@ def run_checks(
     silver_stale = set(stale_clusters(storage, SILVER_STATE_TABLE, fps)[0]) & set(dirty)
     if silver_stale:
         log.warning("silver is older than bronze for %s: run the timelines stage first", sorted(silver_stale))
-    completed = sorted(completed_runs(storage))
+    finished = completed_runs(storage)
+    completed = sorted(finished)
     if dirty:
         silver = {
             name: storage.read_where(silver_table(name), "cluster_id", dirty)
@@ -173,11 +178,15 @@ def run_checks(
                 spark, storage, ctx, REGISTRY, dirty, horizons, config.incremental.traffic_lag_minutes
             )
             carried["seconds"] = round(time.perf_counter() - started, 3)
+    entries = load_suppressions(config.checks.suppressions_file, {spec.id for spec in REGISTRY})
     if not storage.exists(VIOLATIONS_TABLE):
         detail = {
             "clusters": dirty, "violations": [], "known": 0, "rejected_isr_joins": rejected,
             "carried_traffic": carried,
         }
+        suppressions = apply_suppressions(spark, storage, entries, None, {run_id}, finished)
+        if suppressions:
+            detail["suppressions"] = suppressions
         return StageResult("check", "ran", detail), None
     gold = storage.read(VIOLATIONS_TABLE)
     # One small aggregate answers the three questions (orphans? new counts? known) in one action.
@@ -191,10 +200,19 @@ def run_checks(
         orphans = gold.where(F.col("run_id").isin(orphan_runs))
         storage.upsert(VIOLATIONS_TABLE, orphans.withColumn("run_id", F.lit(run_id)), ["violation_id"])
         gold = storage.read(VIOLATIONS_TABLE)
-    new = gold.where(F.col("run_id") == run_id)
     counts = new_counts(groups, {run_id, *orphan_runs})
+    suppressions = apply_suppressions(spark, storage, entries, gold, {run_id, *orphan_runs}, finished)
+    if suppressions.get("resurfaced_ids"):  # reported again, by this run: its row says so
+        back = gold.where(F.col("violation_id").isin(suppressions["resurfaced_ids"]))
+        storage.upsert(VIOLATIONS_TABLE, back.withColumn("run_id", F.lit(run_id)), ["violation_id"])
+        gold = storage.read(VIOLATIONS_TABLE)
+    if suppressions:
+        counts = adjust_counts(counts, suppressions["suppressed_new"], suppressions["resurfaced"])
+    new = gold.where(F.col("run_id") == run_id)
     detail = {
         "clusters": dirty, "violations": counts, "known": known, "rejected_isr_joins": rejected,
         "carried_traffic": carried,
     }
+    if suppressions:
+        detail["suppressions"] = suppressions
     return StageResult("check", "ran", detail), new
