@@ -13,7 +13,7 @@ from epoch_audit.config import ConfigError
 from epoch_audit.contracts.violations import CHECK_SCHEMA
 from epoch_audit.lake.storage import DeltaRsStorage
 from epoch_audit.lake.tables import SUPPRESSIONS_TABLE
-from epoch_audit.stages.suppress import adjust_counts, apply_suppressions
+from epoch_audit.stages.suppress import adjust_counts, plan_suppressions, write_suppressions
 from epoch_audit.suppressions import load_suppressions
 
 INVARIANTS = {"write_accepted_by_fenced_leader", "high_watermark_regression"}
@@ -107,10 +107,14 @@ def test_suppressed_leave_the_counts_expired_come_back_and_unmatched_are_listed(
     schema = StructType([StructField("run_id", StringType()), StructField("violation_id", StringType()),
                          *CHECK_SCHEMA.fields])
     gold = spark.createDataFrame([tuple(r[f.name] for f in schema.fields) for r in rows], schema)
-    last_run = {"night-1": dt.datetime(2026, 11, 30, 2, 0)}  # entry 2 was active then
 
-    # on its last day entry 2 still holds: nothing comes back; the new zombie is suppressed
-    out = apply_suppressions(spark, storage, entries, gold, {"night-2"}, last_run, today=dt.date(2026, 11, 30))
+    def night(run_id: str, day: dt.date, active: list = entries) -> dict:
+        detail, table = plan_suppressions(storage, active, gold, {run_id}, today=day)
+        write_suppressions(spark, storage, table)
+        return detail
+
+    # entry 2's last day: the new zombie is suppressed, nothing comes back
+    out = night("night-2", dt.date(2026, 11, 30))
     zombie = [{"invariant": "write_accepted_by_fenced_leader", "severity": "error", "confidence": "confirmed",
                "count": 1}]
     assert out["suppressed_new"] == zombie and out["resurfaced"] == [] and out["suppressed"] == 2
@@ -118,18 +122,21 @@ def test_suppressed_leave_the_counts_expired_come_back_and_unmatched_are_listed(
     table = {r["violation_id"]: (r["entry"], r["status"]) for r in storage.read(SUPPRESSIONS_TABLE).collect()}
     assert table == {ZOMBIE: (1, "active"), HW: (2, "active")}
     versions = len(storage.history(SUPPRESSIONS_TABLE))
-    apply_suppressions(spark, storage, entries, gold, {"night-2"}, last_run, today=dt.date(2026, 11, 30))
+    night("night-2", dt.date(2026, 11, 30))
     assert len(storage.history(SUPPRESSIONS_TABLE)) == versions, "a re-run must not rewrite the table"
 
-    # the day after: entry 2 has expired since the last completed run, its violation comes back
-    out = apply_suppressions(spark, storage, entries, gold, {"night-2"}, last_run, today=dt.date(2026, 12, 1))
+    # the day after: entry 2 has expired, its violation comes back, once
+    out = night("night-3", dt.date(2026, 12, 1))
     assert out["resurfaced_ids"] == [HW] and out["resurfaced"][0]["invariant"] == "high_watermark_regression"
     table = {r["violation_id"]: r["status"] for r in storage.read(SUPPRESSIONS_TABLE).collect()}
     assert table == {ZOMBIE: "active", HW: "expired"}
-    # once a completed run has seen it expired, it is old news
-    after = {**last_run, "night-2": dt.datetime(2026, 12, 1, 2, 0)}
-    out = apply_suppressions(spark, storage, entries, gold, {"night-3"}, after, today=dt.date(2026, 12, 2))
+    out = night("night-4", dt.date(2026, 12, 2))
     assert out["resurfaced"] == [] and out["suppressed_new"] == []
+
+    # an entry taken out of the file brings its violations back too
+    out = night("night-5", dt.date(2026, 12, 3), active=[])
+    assert out["resurfaced_ids"] == [ZOMBIE] and out["suppressed"] == 0
+    assert storage.read(SUPPRESSIONS_TABLE).count() == 0
 
 
 def test_adjusted_counts_drop_empty_keys():

@@ -32,7 +32,7 @@ from epoch_audit.stages.carry import (
     write_carries,
 )
 from epoch_audit.stages.state import completed_runs, ledger_fingerprints, mark_built, stale_clusters
-from epoch_audit.stages.suppress import adjust_counts, apply_suppressions
+from epoch_audit.stages.suppress import adjust_counts, plan_suppressions, write_suppressions
 from epoch_audit.suppressions import load_suppressions
 
 log = logging.getLogger(__name__)
@@ -140,8 +140,7 @@ def run_checks(
     silver_stale = set(stale_clusters(storage, SILVER_STATE_TABLE, fps)[0]) & set(dirty)
     if silver_stale:
         log.warning("silver is older than bronze for %s: run the timelines stage first", sorted(silver_stale))
-    finished = completed_runs(storage)
-    completed = sorted(finished)
+    completed = sorted(completed_runs(storage))
     if dirty:
         silver = {
             name: storage.read_where(silver_table(name), "cluster_id", dirty)
@@ -184,7 +183,8 @@ def run_checks(
             "clusters": dirty, "violations": [], "known": 0, "rejected_isr_joins": rejected,
             "carried_traffic": carried,
         }
-        suppressions = apply_suppressions(spark, storage, entries, None, {run_id}, finished)
+        suppressions, rows = plan_suppressions(storage, entries, None, {run_id})
+        write_suppressions(spark, storage, rows)
         if suppressions:
             detail["suppressions"] = suppressions
         return StageResult("check", "ran", detail), None
@@ -201,11 +201,12 @@ def run_checks(
         storage.upsert(VIOLATIONS_TABLE, orphans.withColumn("run_id", F.lit(run_id)), ["violation_id"])
         gold = storage.read(VIOLATIONS_TABLE)
     counts = new_counts(groups, {run_id, *orphan_runs})
-    suppressions = apply_suppressions(spark, storage, entries, gold, {run_id, *orphan_runs}, finished)
+    suppressions, rows = plan_suppressions(storage, entries, gold, {run_id, *orphan_runs})
     if suppressions.get("resurfaced_ids"):  # reported again, by this run: its row says so
         back = gold.where(F.col("violation_id").isin(suppressions["resurfaced_ids"]))
         storage.upsert(VIOLATIONS_TABLE, back.withColumn("run_id", F.lit(run_id)), ["violation_id"])
         gold = storage.read(VIOLATIONS_TABLE)
+    write_suppressions(spark, storage, rows)
     if suppressions:
         counts = adjust_counts(counts, suppressions["suppressed_new"], suppressions["resurfaced"])
     new = gold.where(F.col("run_id") == run_id)

@@ -73,12 +73,11 @@ def mark_built(
     storage.overwrite(state_table, rows)
 
 
-def completed_runs(storage: LakeStorage) -> dict[str, Any]:
-    """The runs that wrote their gold/run_summary row (every stage they ran finished): run_id -> finished_at."""
+def completed_runs(storage: LakeStorage) -> set[str]:
+    """The runs that wrote their gold/run_summary row (every stage they ran finished)."""
     if not storage.exists(RUN_SUMMARY_TABLE):
-        return {}
-    rows = storage.read(RUN_SUMMARY_TABLE).select("run_id", "finished_at").collect()
-    return {r["run_id"]: r["finished_at"] for r in rows}
+        return set()
+    return {r["run_id"] for r in storage.read(RUN_SUMMARY_TABLE).select("run_id").collect()}
 
 
 def record_run(spark: SparkSession, storage: LakeStorage, summary: dict[str, Any], command: str,

@@ -1,10 +1,10 @@
 """Suppressions applied after the checks (``epoch_audit.suppressions``).
 
 Tonight's acknowledged violations leave the counts that make the exit code, the alert, the JUnit
-file and the summary line; a violation whose every entry has expired since the last completed run
-comes back as new (counted by this run; a killed run leaves it to the next one, since only a
-completed run moves "the last run"); ``gold/suppressions`` says which entry covers which violation
-(active or expired), for the report and dashboards. Gold itself is not rewritten: a suppression is
+file and the summary line; a violation an active entry covered after the last run and none covers
+now (the entry expired, or left the file) comes back as new: its row moves to this run, so a
+killed run leaves it to the next one; ``gold/suppressions`` says which entry covers which violation
+(active or expired), for the report, dashboards and the next run. Gold itself is not rewritten: a suppression is
 a decision about a violation, not part of it.
 """
 
@@ -15,6 +15,7 @@ import logging
 from typing import Any
 
 from pyspark.sql import DataFrame, Row, SparkSession
+from pyspark.sql import functions as F
 
 from epoch_audit.gold.suppressions import suppression_matches
 from epoch_audit.lake.storage import LakeStorage
@@ -51,33 +52,33 @@ def adjust_counts(
             for k, n in sorted(totals.items(), key=lambda kv: tuple("" if v is None else v for v in kv[0])) if n > 0]
 
 
-def apply_suppressions(
-    spark: SparkSession,
+def plan_suppressions(
     storage: LakeStorage,
     entries: list[Suppression],
     gold: DataFrame | None,
     reported_by: set[str],
-    completed: dict[str, Any],
     today: dt.date | None = None,
-) -> dict[str, Any]:
-    """Match ``entries`` against ``gold`` (all violations), write ``gold/suppressions`` when it changes,
-    and return what the check stage reports: ``suppressed_new`` (counts of the violations this run
-    would report that an active entry covers), ``resurfaced`` (counts of older violations whose
-    entries were active at the last completed run and have all expired now), ``suppressed`` (how many
-    violations an active entry covers), ``unmatched`` (entries matching nothing) and ``expired``."""
+) -> tuple[dict[str, Any], list[tuple] | None]:
+    """Match ``entries`` against ``gold`` (all violations) and compare with what ``gold/suppressions``
+    said after the last run. Returns what the check stage reports — ``suppressed_new`` (counts of the
+    violations this run would report that an active entry covers), ``resurfaced`` (counts and ids of
+    older violations an active entry covered last time and none covers now: expired, or taken out of
+    the file), ``suppressed`` (violations an active entry covers), ``unmatched`` (entries matching
+    nothing), ``expired`` — and the rows ``gold/suppressions`` should hold (None: as it is)."""
     today = today or dt.datetime.now(dt.UTC).date()
-    if not entries and not storage.exists(SUPPRESSIONS_TABLE):
-        return {}
+    exists = storage.exists(SUPPRESSIONS_TABLE)
+    if not entries and not exists:
+        return {}, None
+    previous = {tuple(r) for r in storage.read(SUPPRESSIONS_TABLE).collect()} if exists else set()
+    was_active = {row[0] for row in previous if row[-1] == "active"}
     by_entry = {s.entry: s for s in entries}
-    last_run = max((t for t in completed.values() if t is not None), default=None)
-    last_day = last_run.date() if last_run is not None else None
     matched: dict[str, list[Row]] = {}
     if entries and gold is not None:
         columns = ["violation_id", "run_id", "cluster_id", "topic", "partition", "broker_id", "invariant",
                    "severity", "confidence"]
         for r in suppression_matches(gold.select(*columns), entries).collect():
             matched.setdefault(r["violation_id"], []).append(r)
-    table, suppressed_new, resurfaced = [], [], []
+    table, suppressed_new = [], []
     for vid, rows in sorted(matched.items()):
         v = rows[0]
         covering = sorted((by_entry[r["entry"]] for r in rows), key=lambda s: s.entry)
@@ -87,30 +88,31 @@ def apply_suppressions(
                       chosen.expires, "active" if active else "expired"))
         if active and v["run_id"] in reported_by:
             suppressed_new.append(v)
-        elif not active and v["run_id"] not in reported_by and last_day is not None and any(
-            s.active_on(last_day) for s in covering
-        ):
-            resurfaced.append(v)
-    _write_if_changed(spark, storage, table)
+    now_active = {row[0] for row in table if row[-1] == "active"}
+    back = sorted(was_active - now_active)
+    resurfaced = []
+    if back and gold is not None:
+        rows_back = gold.where(F.col("violation_id").isin(back)).select(*_COUNTED, "violation_id", "run_id").collect()
+        resurfaced = [r for r in rows_back if r["run_id"] not in reported_by]
     used = {r["entry"] for rows in matched.values() for r in rows}
     unmatched = [s.describe() for s in entries if s.entry not in used]
     for text in unmatched:
         log.warning("suppression matches no violation: %s", text)
-    return {
+    detail = {
         "entries": len(entries),
-        "suppressed": sum(1 for row in table if row[-1] == "active"),
+        "suppressed": len(now_active),
         "suppressed_new": _counts(suppressed_new),
         "resurfaced": _counts(resurfaced),
-        "resurfaced_ids": sorted(v["violation_id"] for v in resurfaced),
+        "resurfaced_ids": sorted(r["violation_id"] for r in resurfaced),
         "unmatched": unmatched,
         "expired": [s.describe() for s in entries if not s.active_on(today)],
     }
+    return detail, (None if set(table) == previous and exists else table)
 
 
-def _write_if_changed(spark: SparkSession, storage: LakeStorage, rows: list[tuple]) -> None:
-    """Overwrite gold/suppressions with ``rows`` unless it holds them already (a re-run writes nothing)."""
-    if storage.exists(SUPPRESSIONS_TABLE):
-        current = {tuple(r) for r in storage.read(SUPPRESSIONS_TABLE).collect()}
-        if current == set(rows):
-            return
-    storage.overwrite(SUPPRESSIONS_TABLE, spark.createDataFrame(rows, SUPPRESSIONS_SCHEMA))
+def write_suppressions(spark: SparkSession, storage: LakeStorage, rows: list[tuple] | None) -> None:
+    """Overwrite gold/suppressions with ``rows`` (None: it holds them already; a re-run writes nothing).
+    After the resurfaced violations' rows moved to this run: a run killed in between leaves them to
+    the next one either way."""
+    if rows is not None:
+        storage.overwrite(SUPPRESSIONS_TABLE, spark.createDataFrame(rows, SUPPRESSIONS_SCHEMA))

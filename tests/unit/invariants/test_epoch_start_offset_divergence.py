@@ -17,6 +17,8 @@ def test_div_checkpoint_differs_from_leader_line(results):
     r = one(results, "div_checkpoint", "epoch_start_offset_divergence")
     assert (r["broker_id"], r["leader_epoch"]) == (2, 5)
     assert r["evidence"][-1] == "div_checkpoint:1:state-change.log:1"
+    # the checkpoint was read at collection time (no time of its own): the leader line's time, for daily charts
+    assert r["event_time"] is not None
 
 
 def test_div_retention_clamp_is_consistent(results):

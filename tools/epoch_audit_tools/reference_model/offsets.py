@@ -124,10 +124,14 @@ def start_rule(offset_series: list[Row], refs: dict[tuple, tuple]) -> list[Row]:
         )
         if not clamped:
             found[k + (r["broker_id"],)].append(r)
+    time_of = {r["event_id"]: r.get("event_time") for r in offset_series}
     out = []
     for k, rs in found.items():
         rs.sort(key=lambda r: (r["series"], r["event_id"], r["value"], nulls_first(r.get("event_time"))))
         ref = refs[k[:4]]
+        # a checkpoint read at collection time has no time of its own: the reference's then
+        when = rs[0].get("event_time")
+        when = when if when is not None else time_of.get(ref[1])
         out.append(
             partition_violation(
                 "epoch_start_offset_divergence",
@@ -135,7 +139,7 @@ def start_rule(offset_series: list[Row], refs: dict[tuple, tuple]) -> list[Row]:
                 k[4],
                 k[3],
                 None,
-                rs[0].get("event_time"),
+                when,
                 [r["event_id"] for r in rs] + [ref[1]],
                 "epoch start differs from the reference",
             )

@@ -24,31 +24,32 @@ INVARIANT = "epoch_start_offset_divergence"
 def reference_starts(ctx: CheckContext) -> DataFrame:
     """Reference start offset of each (partition, epoch): the epoch leader's own leader line, else
     its newest leader-epoch-checkpoint entry, else the value most replicas hold (none on a tie).
-    Columns: cluster_id, topic, partition, leader_epoch, epoch_leader, ref, ref_event, ref_source."""
+    Columns: cluster_id, topic, partition, leader_epoch, epoch_leader, ref, ref_event, ref_time, ref_source."""
     offsets = ctx.silver["replica_offsets"]
     leaders = epoch_leaders(ctx)
     epoch_key = [*PARTITION_KEY, "leader_epoch"]
     line = (
         offsets.filter(F.col("series") == "epoch_start_line")
         .groupBy(*epoch_key, "broker_id")
-        .agg(F.min_by(F.struct("value", "event_id"), F.col("series_seq")).alias("s"))
+        .agg(F.min_by(F.struct("value", "event_id", "event_time"), F.col("series_seq")).alias("s"))
     )
     checkpoints = (
         offsets.filter((F.col("series") == "epoch_start_checkpoint") & F.col("is_latest_copy"))
         .groupBy(*epoch_key, "broker_id")
-        .agg(F.min(F.struct("value", "event_id")).alias("s"))
+        .agg(F.min(F.struct("value", "event_id", "event_time")).alias("s"))
     )
     dump = (
         offsets.filter(F.col("series") == "epoch_start_dump")
         .groupBy(*epoch_key, "broker_id")
-        .agg(F.min(F.struct("value", "event_id")).alias("d"))
+        .agg(F.min(F.struct("value", "event_id", "event_time")).alias("d"))
     )
     # Per replica one value for the majority vote: its checkpoint, else its dump.
     per_replica = checkpoints.join(dump, [*epoch_key, "broker_id"], "full").select(
         *epoch_key, "broker_id", F.coalesce("s", "d").alias("v")
     )
     votes = per_replica.groupBy(*epoch_key, F.col("v.value").alias("value")).agg(
-        F.count(F.lit(1)).alias("n"), F.min_by(F.col("v.event_id"), F.col("broker_id")).alias("ev")
+        F.count(F.lit(1)).alias("n"),
+        F.min_by(F.struct(F.col("v.event_id"), F.col("v.event_time")), F.col("broker_id")).alias("ev"),
     )
     per_epoch = Window.partitionBy(*epoch_key)
     majority = (
@@ -56,7 +57,12 @@ def reference_starts(ctx: CheckContext) -> DataFrame:
         .filter(F.col("n") == F.col("mx"))
         .withColumn("ties", F.count(F.lit(1)).over(per_epoch))
         .filter(F.col("ties") == 1)
-        .select(*epoch_key, F.struct("value", F.col("ev").alias("event_id")).alias("maj"))
+        .select(
+            *epoch_key,
+            F.struct("value", F.col("ev.event_id").alias("event_id"), F.col("ev.event_time").alias("event_time")).alias(
+                "maj"
+            ),
+        )
     )
     epochs = per_replica.select(*epoch_key).union(line.select(*epoch_key)).distinct()
     candidates = (
@@ -88,6 +94,7 @@ def reference_starts(ctx: CheckContext) -> DataFrame:
             "epoch_leader",
             F.col("r.value").alias("ref"),
             F.col("r.event_id").alias("ref_event"),
+            F.col("r.event_time").alias("ref_time"),
             "ref_source",
         )
     )
@@ -129,12 +136,13 @@ def _start_rule(ctx: CheckContext, refs: DataFrame) -> DataFrame:
         "is_earliest_entry",
         "ref",
         "ref_event",
+        "ref_time",
         "ref_source",
         "epoch_leader",
     ).agg(F.max("clamp_hit").alias("has_ls"))
     clamped = F.coalesce(F.col("is_earliest_entry"), F.lit(False)) & (F.col("value") > F.col("ref")) & F.col("has_ls")
     diverging = diverging.filter(~clamped)
-    per_replica = diverging.groupBy(*epoch_key, "broker_id", "ref", "ref_event", "ref_source").agg(
+    per_replica = diverging.groupBy(*epoch_key, "broker_id", "ref", "ref_event", "ref_time", "ref_source").agg(
         F.sort_array(F.collect_list(F.struct("series", "event_id", "value", "event_time"))).alias("d")
     )
     return to_check(
@@ -144,7 +152,8 @@ def _start_rule(ctx: CheckContext, refs: DataFrame) -> DataFrame:
         F.col("broker_id"),
         F.col("leader_epoch"),
         F.lit(None),
-        F.col("d")[0]["event_time"],
+        # a checkpoint read at collection time has no time of its own: the reference's then
+        F.coalesce(F.col("d")[0]["event_time"], F.col("ref_time")),
         F.concat(F.transform("d", lambda x: x["event_id"]), F.array(F.col("ref_event"))),
         F.format_string(
             "Replica %d records epoch %d of %s-%d starting at offset %d (%s %s) but the epoch starts at %d per "
