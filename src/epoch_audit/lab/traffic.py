@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,15 +33,41 @@ UNCLEAN_TOPIC = TopicSpec("lab-unclean", "1", partitions=1,
                           configs=("unclean.leader.election.enable=true", "min.insync.replicas=1"))
 
 
+class _ToolClass:
+    """A command-line tool's main class: Kafka moved its Scala admin tools to Java (org.apache.kafka.tools,
+    3.5–3.7), so the class a version ships is found in its jars."""
+
+    def __init__(self, *names: str) -> None:
+        self.names = names
+        self.found: dict[str, str] = {}
+
+    def of(self, cluster: Cluster) -> str:
+        if cluster.classpath not in self.found:
+            entries = {name.replace(".", "/") + ".class" for name in self.names}
+            present: set[str] = set()
+            for jar in cluster.classpath.split(os.pathsep):
+                if jar.endswith(".jar") and os.path.isfile(jar):
+                    with zipfile.ZipFile(jar) as archive:
+                        present |= entries & set(archive.namelist())
+            self.found[cluster.classpath] = next(
+                (n for n in self.names if n.replace(".", "/") + ".class" in present), self.names[0]
+            )
+        return self.found[cluster.classpath]
+
+
+_TOPIC_COMMAND = _ToolClass("org.apache.kafka.tools.TopicCommand", "kafka.admin.TopicCommand")
+_QUORUM_COMMAND = _ToolClass("org.apache.kafka.tools.MetadataQuorumCommand", "kafka.admin.MetadataQuorumCommand")
+
+
 def create_topic(cluster: Cluster, topic: TopicSpec) -> None:
     configs = [argument for config in topic.configs for argument in ("--config", config)]
-    cluster.tool("org.apache.kafka.tools.TopicCommand", "--bootstrap-server", cluster.bootstrap, "--create",
+    cluster.tool(_TOPIC_COMMAND.of(cluster), "--bootstrap-server", cluster.bootstrap, "--create",
                  "--topic", topic.name, "--partitions", str(topic.partitions), "--replication-factor", "3", *configs)
 
 
 def describe(cluster: Cluster, topic: str) -> dict[int, tuple[int, list[int], list[int]]]:
     """partition -> (leader, replicas, isr), as TopicCommand --describe prints them."""
-    text = cluster.tool("org.apache.kafka.tools.TopicCommand", "--bootstrap-server", cluster.bootstrap,
+    text = cluster.tool(_TOPIC_COMMAND.of(cluster), "--bootstrap-server", cluster.bootstrap,
                         "--describe", "--topic", topic)
     found = {}
     for name, partition, leader, replicas, isr in _PARTITION_LINE.findall(text):
@@ -51,7 +79,7 @@ def describe(cluster: Cluster, topic: str) -> dict[int, tuple[int, list[int], li
 
 def active_controller(cluster: Cluster) -> int:
     if cluster.mode == "kraft":
-        text = cluster.tool("org.apache.kafka.tools.MetadataQuorumCommand", "--bootstrap-server", cluster.bootstrap,
+        text = cluster.tool(_QUORUM_COMMAND.of(cluster), "--bootstrap-server", cluster.bootstrap,
                             "describe", "--status")
         match = _LEADER_ID.search(text)
     else:

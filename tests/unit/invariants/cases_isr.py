@@ -205,6 +205,38 @@ def rule2_untagged_fetch_after_skew(h):
     _leader_keeps_logging(h)
 
 
+def _session_fetch(h: History, t: float, offset: int, hw: int | None, session_epoch: int, error: str | None = "0"):
+    """A fetch of an incremental session (KIP-227): ``hw`` None = the partition left out of the response."""
+    details = {"session_id": "77", "session_epoch": str(session_epoch), "in_request": "true", "fetcher": "replica"}
+    if hw is not None:
+        details["error_code"] = error
+    h.ev("request_fetch", 1, "request", t=t, topic="orders", partition=0, replica_id=3, offset=offset,
+         high_watermark=hw, api_version=12, details=details)
+
+
+@scenario
+def rule2_caught_up_in_incremental_session(h):
+    """Kafka lab, KRaft 3.4: the restarted broker fetched the rest of the log, then, caught up, fetched again with
+    nothing new: the session's response left the partition out (its high watermark unchanged, 100)."""
+    base(h, isr=(1, 2))
+    _fetch(h, 10)
+    _session_fetch(h, 20.1, offset=90, hw=100, session_epoch=0)  # the new incarnation's full fetch
+    _session_fetch(h, 21.3, offset=100, hw=None, session_epoch=1)  # > skew after the registration
+    _join(h, t=22)
+    _leader_keeps_logging(h)
+
+
+@scenario
+def rule2_omitted_but_never_caught_up(h):
+    base(h, isr=(1, 2))
+    _fetch(h, 10)
+    _session_fetch(h, 20.1, offset=90, hw=100, session_epoch=0)
+    _session_fetch(h, 21.3, offset=95, hw=None, session_epoch=1)  # left out, but still behind
+    _session_fetch(h, 21.5, offset=100, hw=None, session_epoch=0)  # a full fetch without its partition: no answer
+    _join(h, t=22)
+    _leader_keeps_logging(h)
+
+
 @scenario
 def rule2_vouched_by_alter_partition(h):
     """Kafka lab, KRaft 3.9: the restarted broker's caught-up fetches after its registration ran in an incremental

@@ -24,7 +24,7 @@ def test_rule1_epoch_mismatch(results):
 @pytest.mark.parametrize("cluster", [
     "rule1_unknown_epoch", "rule1_matching_epoch", "rule2_new_incarnation_caught_up",
     "rule2_untagged_fetch_after_skew", "rule2_leader_log_stops", "rule2_never_caught_up",
-    "drop_and_readd_in_one_batch", "rule2_vouched_by_alter_partition",
+    "drop_and_readd_in_one_batch", "rule2_vouched_by_alter_partition", "rule2_caught_up_in_incremental_session",
 ])
 def test_isr_join_must_not_flag(results, cluster):
     assert _of(results, cluster) == []
@@ -33,6 +33,7 @@ def test_isr_join_must_not_flag(results, cluster):
 @pytest.mark.parametrize(("cluster", "confidence"), [
     ("rule2_confirmed", "confirmed"), ("rule2_suspected", "suspected"), ("rule2_old_epoch_fetch", "confirmed"),
     ("rule2_new_fetch_within_skew_after_commit", "suspected"), ("rule2_unchecked_epoch_alter_partition", "confirmed"),
+    ("rule2_omitted_but_never_caught_up", "confirmed"),
 ])
 def test_rule2_stale_catch_up(results, cluster, confidence):
     (v,) = _of(results, cluster)

@@ -76,6 +76,47 @@ def _joins(parts: list[Event]) -> list[tuple[Event, int]]:
     return out
 
 
+def _omitted_from_response(e: Event) -> bool:
+    """Named by an incremental fetch (KIP-227, session epoch > 0) and left out of its response."""
+    d = e.get("details") or {}
+    try:
+        session_epoch = int(d.get("session_epoch"))
+    except (TypeError, ValueError):
+        return False
+    return (
+        e.get("high_watermark") is None
+        and d.get("error_code") is None
+        and str(d.get("in_request")).lower() == "true"
+        and session_epoch > 0
+    )
+
+
+def _caught_up_fetches(events: list[Event]) -> list[Event]:
+    """Follower fetches whose offset reached the leader's high watermark: the response's, or for a
+    partition an incremental session's response leaves out, the one that session last sent for it
+    (the last earlier fetch of that replica and partition on the leader's log that named one)."""
+    def order(e: Event) -> tuple:
+        return tuple(
+            (e.get(c) is not None, e.get(c) if e.get(c) is not None else 0)
+            for c in ("event_time", "file_order", "line_number", "sub_index")
+        )
+
+    last_hw: dict[tuple, Any] = {}
+    out = []
+    mine = [e for e in events if e["event_type"] == "request_fetch" and e.get("replica_id") is not None]
+    for e in sorted(mine, key=order):
+        key = (e["cluster_id"], e.get("broker_id"), e["replica_id"], e.get("partition"),
+               e.get("topic_id") if e.get("topic_id") is not None else e.get("topic"))
+        hw = e.get("high_watermark")
+        if hw is None and _omitted_from_response(e):
+            hw = last_hw.get(key)
+        elif hw is not None:
+            last_hw[key] = hw
+        if e.get("offset") is not None and hw is not None and e["offset"] >= hw:
+            out.append(e)
+    return out
+
+
 def check(events: list[Event], config: RuleConfig | None = None) -> list[dict[str, Any]]:
     """Violations of the three ISR-membership invariants in the history."""
     skew = timedelta(milliseconds=clock_skew_ms(config))
@@ -93,14 +134,7 @@ def check(events: list[Event], config: RuleConfig | None = None) -> list[dict[st
         and (e.get("api_version") or 0) >= 3
         and e.get("isr_broker_epochs") is not None
     ]
-    fetches = [
-        e
-        for e in events
-        if e["event_type"] == "request_fetch"
-        and e.get("offset") is not None
-        and e.get("high_watermark") is not None
-        and e["offset"] >= e["high_watermark"]
-    ]
+    fetches = _caught_up_fetches(events)
     last_req: dict[tuple, Any] = {}
     for e in events:
         if e.get("log_kind") == "request" and e.get("event_time") is not None:

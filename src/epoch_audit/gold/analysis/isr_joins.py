@@ -6,7 +6,7 @@ the joins the controller refused, for the run summary.
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame, Window
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from epoch_audit.gold.analysis.kraft_state import INF, holds_at_some_commit
@@ -144,14 +144,47 @@ def last_caught_up_fetches(candidates: DataFrame, fetches: DataFrame, skew_s: fl
     return per_join.where(F.col("_F").isNotNull())
 
 
+FETCH_KEY = ("cluster_id", "broker_id", "replica_id", "partition", "_topic_key")
+# Line order within the leader's request log: a session's fetches are logged one after another.
+FETCH_ORDER = ("event_time", "file_order", "line_number", "sub_index")
+
+
+def replica_fetches(events: DataFrame) -> DataFrame:
+    """Request-log FETCH events of followers, keyed by ``_topic_key`` (the topic id, else its name)."""
+    return events.where((F.col("event_type") == "request_fetch") & F.col("replica_id").isNotNull()).withColumn(
+        "_topic_key", F.coalesce("topic_id", "topic")
+    )
+
+
+def omitted_from_response() -> Column:
+    """A partition an incremental fetch (KIP-227, session epoch > 0) names in its request and its response
+    leaves out: nothing changed for it since the session's last response, high watermark included."""
+    details = F.col("details")
+    return (
+        F.col("high_watermark").isNull()
+        & details["error_code"].isNull()
+        & (details["in_request"] == "true")
+        & (F.expr("try_cast(details['session_epoch'] AS INT)") > 0)
+    )
+
+
 def caught_up_fetches(events: DataFrame) -> DataFrame:
-    """Request-log FETCH lines of a follower whose fetch offset reached the response's high
-    watermark (rule 2's catch-up evidence), ``f_``-prefixed."""
-    return events.where(
-        (F.col("event_type") == "request_fetch")
-        & F.col("offset").isNotNull()
-        & F.col("high_watermark").isNotNull()
-        & (F.col("offset") >= F.col("high_watermark"))
+    """Request-log FETCH lines of a follower whose fetch offset reached the leader's high watermark
+    (rule 2's catch-up evidence), ``f_``-prefixed. The high watermark is the fetch response's; for a
+    partition the response of an incremental fetch session leaves out (:func:`omitted_from_response`),
+    the one the session last sent for it (the last earlier fetch of that replica and partition with one):
+    a caught-up follower with nothing new to fetch is named in no response at all (seen in real Kafka
+    3.4 and 3.9 lab runs)."""
+    fetches = replica_fetches(events)
+    earlier = Window.partitionBy(*FETCH_KEY).orderBy(*FETCH_ORDER).rowsBetween(Window.unboundedPreceding, -1)
+    high_watermark = F.when(
+        omitted_from_response(), F.last("high_watermark", ignorenulls=True).over(earlier)
+    ).otherwise(F.col("high_watermark"))
+    fetches = fetches.where(F.col("high_watermark").isNotNull() | omitted_from_response()).withColumn(
+        "_hw", high_watermark
+    )
+    return fetches.where(
+        F.col("offset").isNotNull() & F.col("_hw").isNotNull() & (F.col("offset") >= F.col("_hw"))
     ).select(
         F.col("cluster_id").alias("f_cluster"),
         F.col("broker_id").alias("f_leader"),
@@ -163,6 +196,14 @@ def caught_up_fetches(events: DataFrame) -> DataFrame:
         F.col("event_time").alias("f_time"),
         F.col("event_id").alias("f_event_id"),
     )
+
+
+def last_high_watermark_fetches(events: DataFrame) -> DataFrame:
+    """Per (leader, replica, partition): the event id of the last fetch whose response named a high
+    watermark (``event_id``), what :func:`caught_up_fetches` fills a later omitted partition from."""
+    fetches = replica_fetches(events).where(F.col("high_watermark").isNotNull())
+    last = fetches.groupBy(*FETCH_KEY).agg(F.max(F.struct(*FETCH_ORDER, "event_id")).alias("_m"))
+    return last.select(F.col("_m.event_id").alias("event_id"))
 
 
 def rejected_isr_joins(events: DataFrame) -> DataFrame:

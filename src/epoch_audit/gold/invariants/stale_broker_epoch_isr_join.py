@@ -6,7 +6,8 @@ ALTER_PARTITION v3+, partition error NONE, matched by topic id, partition and th
 partition epoch = the partition epoch after the commit) carries in newIsrWithEpochs a broker
 epoch for R that is not -1 and differs from R's registered broker epoch at the commit point.
 Rule 2 (stale catch-up): the justifying fetch = R's last fetch to the leader before the commit
-whose fetch offset >= the response's high watermark. If R registered again after it (a new
+whose fetch offset >= the response's high watermark (for a partition an incremental fetch session
+leaves out of the response, KIP-227, the one the session last sent). If R registered again after it (a new
 broker epoch) and no caught-up fetch of the new incarnation (replicaEpoch = the new epoch, or
 for fetches without it one timed more than max_clock_skew_ms after the registration) lies
 before the commit, the join is a violation; "suspected" when the fetch and the registration
@@ -25,7 +26,13 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from epoch_audit.contracts.violations import CHECK_COLUMNS
-from epoch_audit.gold.analysis.isr_joins import caught_up_fetches, fetch_probes, isr_joins, last_caught_up_fetches
+from epoch_audit.gold.analysis.isr_joins import (
+    caught_up_fetches,
+    fetch_probes,
+    isr_joins,
+    last_caught_up_fetches,
+    last_high_watermark_fetches,
+)
 from epoch_audit.gold.analysis.kraft_state import kraft_timeline_and_registrations
 from epoch_audit.gold.analysis.violation_rows import registry_severity
 from epoch_audit.gold.context import CheckContext
@@ -39,7 +46,9 @@ def carry(ctx: CheckContext) -> DataFrame:
     (``epoch_audit.gold.carry``): every fetch a join's probes picked (last caught-up fetch, last one of
     the registered epoch, last one without an epoch), so every join keeps its answer; per (leader,
     replica, partition, topic, replica epoch) the last caught-up fetch, for joins still to come;
-    per broker its last request-log line (``l_last``: the leader kept logging)."""
+    per (leader, replica, partition) the last fetch whose response named a high watermark (what an
+    omitted partition's is filled from); per broker its last request-log line (``l_last``: the
+    leader kept logging)."""
     timeline, registrations = kraft_timeline_and_registrations(ctx)
     joins = isr_joins(timeline, registrations).withColumn("_join_id", F.col("event_id"))
     candidates = joins.where(F.col("registered_at_time").isNotNull() & F.col("event_time").isNotNull())
@@ -54,8 +63,10 @@ def carry(ctx: CheckContext) -> DataFrame:
         .groupBy("cluster_id", "broker_id")
         .agg(F.max(F.struct("event_time", "event_id")).alias("_m"))
     )
-    ids = picked.unionByName(last_fetches.select(F.col("_m.f_event_id").alias("event_id"))).unionByName(
-        last_lines.select(F.col("_m.event_id").alias("event_id"))
+    ids = (
+        picked.unionByName(last_fetches.select(F.col("_m.f_event_id").alias("event_id")))
+        .unionByName(last_lines.select(F.col("_m.event_id").alias("event_id")))
+        .unionByName(last_high_watermark_fetches(ctx.events))
     )
     return ids.where(F.col("event_id").isNotNull()).distinct()
 
