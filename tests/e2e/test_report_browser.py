@@ -54,7 +54,7 @@ def test_report_renders_in_chromium(report_lake, tmp_path):  # noqa: F811
     # one SVG chart per partition with a violation, drawn by the page's own JS
     assert status["charts"] == 2
     assert dom.stdout.count('class="timeline"') == 2
-    assert dom.stdout.count('class="decision"') == 6  # 4 + 2 controller decisions
+    assert dom.stdout.count('class="decision"') == 7  # 5 + 2 controller decisions (orders-0 logs one state twice)
     assert dom.stdout.count('class="violation-mark"') == 2
     assert dom.stdout.count('class="isr-change"') == 3  # orders-0: [1,2]->[2]->[1,2]; orders-1: [3]->[2,3]
     # the violations table has its rows, errors first

@@ -16,7 +16,9 @@
     if (leader === null || leader === undefined || leader < 0) { return "#9e9e9e"; }
     return PALETTE[Math.abs(leader) % PALETTE.length];
   }
-  function sameIsr(a, b) { return JSON.stringify(a || null) === JSON.stringify(b || null); }
+  // membership, not order: a controller may log the same ISR in another order
+  function sortedIsr(a) { return a ? a.slice().sort(function (x, y) { return x - y; }) : null; }
+  function sameIsr(a, b) { return JSON.stringify(sortedIsr(a)) === JSON.stringify(sortedIsr(b)); }
 
   /* ---- sortable tables ------------------------------------------------------------------ */
   function cellKey(td) {
