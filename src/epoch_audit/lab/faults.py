@@ -122,7 +122,12 @@ class FaultRunner:
                 self.step("SIGTERM (controlled shutdown)", node, **detail)
                 self.cluster.shutdown(node)
                 self.step("stopped", node, **detail)
-            time.sleep(fault.down)
+            down = fault.down
+            if fault.action == "kill" and self.cluster.mode == "zk":
+                # restarted before its killed session expires, a ZooKeeper-mode broker finds its ephemeral
+                # /brokers/ids node still there and exits (NodeExistsException): wait the session out
+                down = max(down, SESSION_TIMEOUT_MS / 1000 + 1)
+            time.sleep(down)
             self._restart(node)
 
     def _restart(self, node: Node) -> None:
