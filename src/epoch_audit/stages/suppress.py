@@ -4,8 +4,8 @@ Tonight's acknowledged violations leave the counts that make the exit code, the 
 file and the summary line; a violation an active entry covered after the last run and none covers
 now (the entry expired, or left the file) comes back as new: its row moves to this run, so a
 killed run leaves it to the next one; ``gold/suppressions`` says which entry covers which violation
-(active or expired), for the report, dashboards and the next run. Gold itself is not rewritten: a suppression is
-a decision about a violation, not part of it.
+(active or expired), for the report, dashboards and the next run. A violation row itself changes
+only when it comes back (its ``run_id``): a suppression is a decision about a violation, not part of it.
 """
 
 from __future__ import annotations
@@ -32,11 +32,8 @@ _COUNTED = ("invariant", "severity", "confidence")
 
 
 def _counts(rows: list[Row]) -> list[dict[str, Any]]:
-    totals: dict[tuple, int] = {}
-    for r in rows:
-        key = tuple(r[c] for c in _COUNTED)
-        totals[key] = totals.get(key, 0) + 1
-    return [dict(zip((*_COUNTED, "count"), (*k, n), strict=True)) for k, n in sorted(totals.items())]
+    """[{invariant, severity, confidence, count}] of ``rows``."""
+    return adjust_counts([], [], [{**{c: r[c] for c in _COUNTED}, "count": 1} for r in rows])
 
 
 def adjust_counts(
