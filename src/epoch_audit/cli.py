@@ -45,6 +45,8 @@ examples:
       a nightly run over what arrived since that day; the run summary as JSON on stdout
   epoch-audit validate --lake /lake --profile cluster
       one stage on an existing lake
+  epoch-audit maintain --lake /lake --retention-hours 168
+      after the nightly run: compact every table's small files, delete what no week-old version reads
 """
 OUTPUT = """\
 output:
@@ -170,12 +172,19 @@ def build_parser() -> argparse.ArgumentParser:
         ("check", "silver -> gold violations", False),
         ("validate", "expectation suites on every layer", False),
         ("report", "the HTML run report", False),
+        ("maintain", "compact and vacuum every table of the lake (after the nightly run)", False),
     ):
         epilog = (EXAMPLES + "\n" if name == "run" else "") + EXIT_CODES
         command = sub.add_parser(
             name, help=text, description=text, epilog=epilog, formatter_class=_help_format
         )
         _common(command, needs_input=needs_input)
+        if name == "maintain":
+            command.add_argument(
+                "--retention-hours", type=int, default=None, metavar="N",
+                help="delete files no table version younger than N hours reads (default: the profile's "
+                "maintenance.retention_hours, 168)",
+            )
     from epoch_audit.lab.command import add_lab_command
 
     parser.set_defaults(dev_commands={**add_lab_command(sub), **_dev_commands(sub)})
@@ -270,6 +279,10 @@ def _run_pipeline(args: argparse.Namespace, stages: list[str], console: Any = No
         validate_config(config)
     if getattr(args, "cluster_id", None):
         config.ingest.cluster_id = args.cluster_id
+    if getattr(args, "retention_hours", None) is not None:
+        if args.retention_hours < 0:
+            raise UsageError(f"argument --retention-hours: must be >= 0, got {args.retention_hours}")
+        config.maintenance.retention_hours = args.retention_hours
     if getattr(args, "suppressions", None):
         config.checks.suppressions_file = args.suppressions
     if "check" in stages:  # a bad suppressions file fails here, before Spark starts

@@ -100,6 +100,13 @@ class AlertsConf:
 
 
 @dataclass
+class MaintenanceConf:
+    # `epoch-audit maintain`: files no table version younger than this reads are deleted (Delta's
+    # own default minimum is a week; time travel further back ends there).
+    retention_hours: int = 168
+
+
+@dataclass
 class AppConfig:
     spark: SparkConf = field(default_factory=SparkConf)
     storage: StorageConf = field(default_factory=StorageConf)
@@ -108,6 +115,7 @@ class AppConfig:
     incremental: IncrementalConf = field(default_factory=IncrementalConf)
     validation: ValidationConf = field(default_factory=ValidationConf)
     alerts: AlertsConf = field(default_factory=AlertsConf)
+    maintenance: MaintenanceConf = field(default_factory=MaintenanceConf)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -212,8 +212,10 @@ def test_wheel_task_parameters_are_accepted_by_the_cli():
         for task in job["tasks"]:
             params = [resolve(str(p), values, "prod") for p in task["python_wheel_task"]["parameters"]]
             args = build_parser().parse_args(params)
-            assert args.command == "run", name
-            assert args.input == [values["input_path"]] and args.lake == values["lake_path"]
+            assert args.command == task["task_key"].replace("audit", "run"), name
+            assert args.lake == values["lake_path"]
+            if args.command == "run":
+                assert args.input == [values["input_path"]]
             # the config travels with the bundle's synced files (and inside the wheel)
             conf = Path(args.conf)
             assert conf.is_file(), conf
@@ -244,6 +246,11 @@ def test_schedule_retries_compute_and_alerts():
                     assert task["job_cluster_key"] in clusters
                 else:
                     assert task["environment_key"] in environments
+            # the audit, then maintenance whatever the audit's outcome (a night with violations fails its task)
+            tasks = {task["task_key"]: task for task in job["tasks"]}
+            assert list(tasks) == ["audit", "maintain"], name
+            maintain = tasks["maintain"]
+            assert maintain["depends_on"] == [{"task_key": "audit"}] and maintain["run_if"] == "ALL_DONE", name
     kinds = {("job_clusters" in job, "environments" in job) for _, _, job in jobs_in(included)}
     assert kinds == {(True, False), (False, True)}, "one job-cluster and one serverless variant"
 

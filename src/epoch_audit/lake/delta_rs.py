@@ -393,6 +393,33 @@ class DeltaRsStorage:
     def history(self, table: str) -> list[dict]:
         return self._table(table).history()
 
+    def maintain(self, table: str, retention_hours: int) -> dict[str, int]:
+        """Compact the table's small files (one commit), delete the files no version younger than
+        ``retention_hours`` reads, checkpoint the log and drop the log entries past its retention.
+
+        Every night's commits add small files and log entries that every later read lists and
+        replays; compaction rewrites rows, never changes them. Deleting files ends time travel
+        to the versions that read them: the caller holds the lake lock, so no run reads them now.
+        """
+        from deltalake import DeltaTable
+
+        path = self.path(table)
+        before = len(DeltaTable(path).file_uris())
+        compacted = DeltaTable(path).optimize.compact()
+        table_now = DeltaTable(path)
+        # enforce_retention_duration: the table's own minimum (a week by default) would refuse the
+        # retention the user chose; the lock is what makes a short one safe here.
+        deleted = table_now.vacuum(retention_hours=retention_hours, dry_run=False, enforce_retention_duration=False)
+        table_now = DeltaTable(path)
+        table_now.create_checkpoint()
+        table_now.cleanup_metadata()
+        return {
+            "files_before": before,
+            "files_after": len(table_now.file_uris()),
+            "files_compacted": int(compacted.get("numFilesRemoved", 0)),
+            "files_deleted": len(deleted),
+        }
+
 
 def _partition_string(value: object) -> str | None:
     """A partition value as the Delta log serialises it (dates ISO, null stays null)."""

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import itertools
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -73,6 +74,30 @@ def _merge_condition(keys: list[str], partition_columns: list[str], tuples: list
             options.append(f"t.`{column}` IS NULL")
         terms.append("(" + (" OR ".join(options) or "false") + ")")
     return " AND ".join(terms)
+
+
+@contextmanager
+def _session_settings(spark: SparkSession, settings: dict[str, str]) -> Iterator[None]:
+    """``settings`` for the statements inside only; the session's own values come back after."""
+    previous = {key: spark.conf.get(key, None) for key in settings}
+    for key, value in settings.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, value in previous.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)
+
+
+def _listing_parallelism(spark: SparkSession) -> int:
+    """Tasks for a directory listing: the session's shuffle partitions (a cluster's are many)."""
+    try:
+        return max(1, int(spark.conf.get("spark.sql.shuffle.partitions", "200")))
+    except ValueError:  # "auto" on Databricks
+        return 200
 
 
 @dataclass
@@ -182,3 +207,37 @@ class DeltaSparkStorage:
     def history(self, table: str) -> list[dict]:
         rows = self.spark.sql(f"DESCRIBE HISTORY {_quoted_path(self.path(table))}").collect()
         return [r.asDict(recursive=True) for r in rows]
+
+    def _file_count(self, table: str) -> int:
+        return int(self.spark.sql(f"DESCRIBE DETAIL {_quoted_path(self.path(table))}").select("numFiles").first()[0])
+
+    def maintain(self, table: str, retention_hours: int) -> dict[str, int]:
+        """``OPTIMIZE`` (compaction, one commit) then ``VACUUM ... RETAIN n HOURS``: see
+        :meth:`epoch_audit.lake.delta_rs.DeltaRsStorage.maintain`. Delta writes log checkpoints
+        and drops expired log entries itself (every ten commits)."""
+        name = _quoted_path(self.path(table))
+        before = self._file_count(table)
+        optimized = self.spark.sql(f"OPTIMIZE {name}").select("metrics.numFilesRemoved").first()
+        vacuum = f"VACUUM {name} RETAIN {int(retention_hours)} HOURS"
+        with _session_settings(self.spark, {
+            # Delta refuses a retention under its minimum (a week) unless this check is off: the
+            # lake lock is what makes a shorter one safe.
+            "spark.databricks.delta.retentionDurationCheck.enabled": "false",
+            # VACUUM lists the table's directories in this many tasks (10,000 by default): a
+            # local session spent minutes scheduling empty tasks per table.
+            "spark.sql.sources.parallelPartitionDiscovery.parallelism": str(_listing_parallelism(self.spark)),
+            # VACUUM START / END commits: the end's metrics count the files deleted (the statement
+            # itself returns only the table's path; a DRY RUN first would list everything twice).
+            "spark.databricks.delta.vacuum.logging.enabled": "true",
+        }):
+            self.spark.sql(vacuum).collect()
+        last = self.spark.sql(f"DESCRIBE HISTORY {name} LIMIT 1").select("operation", "operationMetrics").first()
+        ended = last is not None and last["operation"] == "VACUUM END"
+        metrics = (last["operationMetrics"] or {}) if ended else {}
+        deleted = int(metrics.get("numDeletedFiles", 0))
+        return {
+            "files_before": before,
+            "files_after": self._file_count(table),
+            "files_compacted": int(optimized[0] or 0) if optimized is not None else 0,
+            "files_deleted": int(deleted),
+        }

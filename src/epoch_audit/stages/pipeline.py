@@ -60,6 +60,14 @@ def _report(
     return run_report(spark, storage, config, run_id)
 
 
+def _maintain(
+    spark: SparkSession, storage: LakeStorage, config: AppConfig, run_id: str, ingested: bool = False
+) -> StageResult:
+    from epoch_audit.stages.maintain import run_maintenance
+
+    return run_maintenance(spark, storage, config, run_id)
+
+
 INGEST = "ingest"
 PIPELINE: tuple[Stage, ...] = (
     Stage("timelines", _timelines),
@@ -67,10 +75,12 @@ PIPELINE: tuple[Stage, ...] = (
     Stage("validate", _validate),
     Stage("report", _report),
 )
-STAGES: dict[str, Stage] = {stage.name: stage for stage in PIPELINE}
+# Not part of a run: compaction and vacuum of the whole lake, on its own schedule (after the run).
+MAINTAIN = Stage("maintain", _maintain)
+STAGES: dict[str, Stage] = {stage.name: stage for stage in (*PIPELINE, MAINTAIN)}
 # The stages each command runs, in order.
 COMMAND_STAGES: dict[str, list[str]] = {
-    "run": [INGEST, *STAGES],
+    "run": [INGEST, *(stage.name for stage in PIPELINE)],
     INGEST: [INGEST],
     **{name: [name] for name in STAGES},
 }

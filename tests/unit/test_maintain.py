@@ -1,0 +1,98 @@
+"""`epoch-audit maintain`: compaction, vacuum and log checkpoints on the delta-rs engine (the
+delta-spark engine's is run by tests/e2e/test_end_to_end.py between two nights)."""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+
+from deltalake import DeltaTable
+
+from epoch_audit.cli import main
+from epoch_audit.lake.storage import DeltaRsStorage
+from epoch_audit.lake.tables import GOLD_STATE_TABLE, VIOLATIONS_TABLE
+from epoch_audit.stages.maintain import lake_tables
+
+SCHEMA = "cluster_id string, violation_id string, n int"
+
+
+def _rows(store: DeltaRsStorage, table: str) -> list[tuple]:
+    return sorted(tuple(r) for r in store.read(table).select("cluster_id", "violation_id", "n").collect())
+
+
+def _files_on_disk(store: DeltaRsStorage, table: str) -> set[str]:
+    root = store.path(table)
+    return {
+        os.path.relpath(f, root) for f in glob.glob(f"{root}/**/*.parquet", recursive=True)
+        if "_delta_log" not in f
+    }
+
+
+def _live_files(store: DeltaRsStorage, table: str) -> set[str]:
+    root = store.path(table)
+    return {os.path.relpath(u.removeprefix("file://"), root) for u in DeltaTable(root).file_uris()}
+
+
+def _nightly_lake(spark, tmp_path) -> DeltaRsStorage:
+    """Small files as nights leave them: appends per cluster, a per-cluster replace, a state table."""
+    store = DeltaRsStorage(spark, str(tmp_path / "lake"))
+    for night in range(3):
+        rows = [(c, f"{c}-{night}-{i}", night) for c in ("a", "b") for i in range(2)]
+        store.append(VIOLATIONS_TABLE, spark.createDataFrame(rows, SCHEMA))
+    store.replace_where(VIOLATIONS_TABLE, spark.createDataFrame([("a", "a-new", 9)], SCHEMA), "cluster_id", ["a"])
+    for night in range(2):
+        store.overwrite(GOLD_STATE_TABLE, spark.createDataFrame([("a", "fp", night)], SCHEMA))
+    return store
+
+
+def test_maintain_compacts_vacuums_and_keeps_every_row(spark, tmp_path, capsys):
+    store = _nightly_lake(spark, tmp_path)
+    before = {t: _rows(store, t) for t in (VIOLATIONS_TABLE, GOLD_STATE_TABLE)}
+    live_before = len(_live_files(store, VIOLATIONS_TABLE))
+    assert live_before > 2 and len(_files_on_disk(store, VIOLATIONS_TABLE)) > live_before
+    scratch = tmp_path / "lake" / "_staging" / "killed-run" / "violations"
+    scratch.mkdir(parents=True)
+    (scratch / "part-0.parquet").write_bytes(b"PAR1")
+
+    assert main(["maintain", "--lake", str(tmp_path / "lake"), "--retention-hours", "0", "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    done = summary["stages"]["maintain"]
+    assert done["retention_hours"] == 0
+    assert set(done["tables"]) == {VIOLATIONS_TABLE, GOLD_STATE_TABLE}
+    table = done["tables"][VIOLATIONS_TABLE]
+    assert table["files_before"] == live_before
+    assert table["files_after"] == 2  # one file per cluster partition
+    # cluster a's partition is one file already (its replace): compaction leaves it alone
+    assert table["files_compacted"] == live_before - 1 and table["files_deleted"] > 0
+
+    assert {t: _rows(store, t) for t in before} == before
+    for t in before:  # nothing on disk but what the table reads
+        assert _files_on_disk(store, t) == _live_files(store, t)
+    assert not (tmp_path / "lake" / "_staging").exists()
+    log = DeltaTable(store.path(VIOLATIONS_TABLE))
+    assert glob.glob(f"{store.path(VIOLATIONS_TABLE)}/_delta_log/*.checkpoint.parquet")
+    assert log.history(1)[0]["operation"] in ("VACUUM END", "OPTIMIZE")
+    # the next night writes on as before
+    store.replace_where(VIOLATIONS_TABLE, spark.createDataFrame([("b", "b-new", 1)], SCHEMA), "cluster_id", ["b"])
+    assert _rows(store, VIOLATIONS_TABLE) == [("a", "a-new", 9), ("b", "b-new", 1)]
+
+
+def test_retention_keeps_the_versions_it_covers(spark, tmp_path):
+    store = _nightly_lake(spark, tmp_path)
+    first = _rows(DeltaRsStorage(spark, store.lake), VIOLATIONS_TABLE)
+    assert main(["maintain", "--lake", store.lake]) == 0  # the profile's week
+    assert _rows(store, VIOLATIONS_TABLE) == first
+    assert len(_files_on_disk(store, VIOLATIONS_TABLE)) > len(_live_files(store, VIOLATIONS_TABLE))
+    assert store.read(VIOLATIONS_TABLE, version=0).count() == 4  # time travel within the week still reads
+
+
+def test_a_negative_retention_is_a_usage_error(tmp_path, capsys):
+    assert main(["maintain", "--lake", str(tmp_path / "lake"), "--retention-hours", "-1"]) == 2
+    assert "--retention-hours" in capsys.readouterr().err
+
+
+def test_every_registered_table_is_maintained():
+    names = lake_tables()
+    assert VIOLATIONS_TABLE in names and "silver/partition_timeline" in names
+    assert not any(name.endswith("/") for name in names)
