@@ -11,7 +11,8 @@ rely on sharing a process or a working directory with the driver:
 - ``PYTHON`` has the third-party dependencies but not ``epoch_audit``: driver and executors can only
   import it from the wheel shipped with ``--py-files``;
 - the engine is delta-rs (no ``--packages``): executors write the tables' Parquet files, the driver
-  commits them.
+  commits them;
+- the executors' local time zone is not the driver's.
 
 Its gold violations are scored against the samples' truth.jsonl (what a local run writes, see
 tests/e2e/test_spark_submit.py), and every line read is accounted for.
@@ -134,7 +135,7 @@ def cluster(tmp_path_factory) -> Iterator[Standalone]:
         for k, work_dir in enumerate(running.worker_dirs, 1):
             work_dir.mkdir()
             start(f"worker-{k}", "org.apache.spark.deploy.worker.Worker", running.url, "--host", "127.0.0.1",
-                  "--cores", "1", "--memory", "1g", "--work-dir", str(work_dir), "--webui-port", str(_free_port()))
+                  "--cores", "1", "--memory", "1g", "--work-dir", str(work_dir), "--webui-port", "0")  # any free port: not read
         deadline = time.monotonic() + STARTUP_SECONDS
         while _alive_workers(running.web_ui) < WORKERS:
             exited = [p.args[1] for p in processes if p.poll() is not None]
@@ -179,13 +180,14 @@ def submitted(cluster, executor_python, tmp_path_factory) -> tuple[subprocess.Co
     # This machine's cluster setup (2 cores shared with everything else): one 1 GB executor per
     # worker, a 1 GB driver, JVMs without C2 and Spark without generated code (a short run: the
     # samples are 9 MB), few shuffle partitions. The driver binds to loopback like the workers.
+    # The executors' hosts keep another local time zone than the driver's: nothing may depend on it.
     short_jvm = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m"
     (conf_dir / "spark-defaults.conf").write_text("\n".join([
         "spark.driver.memory 1g", "spark.executor.memory 1g", "spark.executor.cores 1", f"spark.cores.max {WORKERS}",
         "spark.driver.host 127.0.0.1", "spark.driver.bindAddress 127.0.0.1", "spark.ui.enabled false",
         "spark.sql.shuffle.partitions 4", f"spark.driver.extraJavaOptions {short_jvm}",
         f"spark.executor.extraJavaOptions {short_jvm}", "spark.sql.codegen.wholeStage false",
-        "spark.sql.codegen.factoryMode NO_CODEGEN", "",
+        "spark.sql.codegen.factoryMode NO_CODEGEN", "spark.executorEnv.TZ America/Los_Angeles", "",
     ]))
     script = f"set -euo pipefail\nMASTER={cluster.url} INPUT=samples LAKE=lake PYTHON={executor_python}\n{rest}"
     env = child_env()
