@@ -182,7 +182,8 @@ def imported_wheel(package: str = "epoch_audit") -> str | None:
     return None
 
 
-_SHIPPED: dict[str, str] = {}  # wheel -> its .zip copy, added once per driver process
+_ZIPPED: dict[str, str] = {}  # wheel -> its .zip copy, made once per driver process
+_SHIPPED: set[tuple[str, str]] = set()  # (application id, wheel): added to that SparkContext
 
 
 def ship_imported_wheel(spark: SparkSession, package: str = "epoch_audit") -> str | None:
@@ -199,17 +200,18 @@ def ship_imported_wheel(spark: SparkSession, package: str = "epoch_audit") -> st
     wheel = imported_wheel(package)
     if wheel is None or is_connect(spark):
         return None
-    if wheel in _SHIPPED:
-        return _SHIPPED[wheel]
-    # Served to the executors by the driver: a driver-local folder, removed when the driver exits.
-    folder = tempfile.mkdtemp(prefix="epoch-audit-wheel-")
-    atexit.register(shutil.rmtree, folder, True)
-    shipped = os.path.join(folder, os.path.basename(wheel)[: -len(".whl")] + ".zip")
-    shutil.copyfile(wheel, shipped)
-    spark.sparkContext.addPyFile(shipped)
-    _SHIPPED[wheel] = shipped
-    log.debug("%s ships to the executors as %s", wheel, shipped)
-    return shipped
+    if wheel not in _ZIPPED:
+        # Served to the executors by the driver: a driver-local folder, removed when the driver exits.
+        folder = tempfile.mkdtemp(prefix="epoch-audit-wheel-")
+        atexit.register(shutil.rmtree, folder, True)
+        _ZIPPED[wheel] = os.path.join(folder, os.path.basename(wheel)[: -len(".whl")] + ".zip")
+        shutil.copyfile(wheel, _ZIPPED[wheel])
+    context = spark.sparkContext
+    if (context.applicationId, wheel) not in _SHIPPED:
+        context.addPyFile(_ZIPPED[wheel])
+        _SHIPPED.add((context.applicationId, wheel))
+        log.debug("%s ships to the executors of %s as %s", wheel, context.applicationId, _ZIPPED[wheel])
+    return _ZIPPED[wheel]
 
 
 def _start_with_stdout_on_stderr(builder: SparkSession.Builder) -> SparkSession:

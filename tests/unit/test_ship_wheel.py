@@ -15,7 +15,8 @@ from epoch_audit.spark import imported_wheel, ship_imported_wheel
 
 
 class RecordingContext:
-    def __init__(self) -> None:
+    def __init__(self, application_id: str = "app-1") -> None:
+        self.applicationId = application_id
         self.py_files: list[str] = []
 
     def addPyFile(self, path: str) -> None:  # noqa: N802 (SparkContext's name)
@@ -25,8 +26,8 @@ class RecordingContext:
 class ClassicSession:
     """What ship_imported_wheel uses of a classic session: its SparkContext."""
 
-    def __init__(self) -> None:
-        self.sparkContext = RecordingContext()
+    def __init__(self, application_id: str = "app-1") -> None:
+        self.sparkContext = RecordingContext(application_id)
 
 
 @pytest.fixture
@@ -56,8 +57,11 @@ def test_a_package_imported_from_a_wheel_ships_as_an_importable_zip(wheel_on_pat
                             f"import {package}; print({package}.ANSWER, {package}.__file__)"],
                            capture_output=True, text=True, check=True, cwd=Path(shipped).parent)
     assert probe.stdout.split() == ["42", f"{shipped}/{package}/__init__.py"]
-    assert ship_imported_wheel(session, package) == shipped  # once per driver
+    assert ship_imported_wheel(session, package) == shipped  # once per SparkContext
     assert session.sparkContext.py_files == [shipped]
+    later = ClassicSession("app-2")  # a new session after the first stopped
+    assert ship_imported_wheel(later, package) == shipped
+    assert later.sparkContext.py_files == [shipped]
 
 
 def test_nothing_ships_when_the_package_is_not_from_a_wheel(tmp_path):

@@ -46,7 +46,8 @@ def task_lines(task: dict) -> Iterator[tuple[str, int, str | None]]:
     Splitting bytes at ``\\n`` is safe: 0x0A never occurs inside a multi-byte UTF-8 sequence.
     A file whose data ends early (``read_problem``: a truncated gzip) ends with one more line, the
     text after its last newline (possibly empty), carrying that problem: the truncation is
-    quarantined and counted as a malformed line.
+    quarantined and counted as a malformed line. A file that does not open raises
+    :class:`InputUnreadableError`.
     """
     limit = task["max_line_chars"]
     keep_bytes = 4 * limit  # enough bytes for ``limit`` characters
@@ -79,7 +80,7 @@ def task_lines(task: dict) -> Iterator[tuple[str, int, str | None]]:
                     carry_dropped += len(carry) - keep_bytes
                     carry = carry[:keep_bytes]
     except (OSError, EOFError):
-        pass  # cut short while reading: the lines read so far count
+        pass  # cut short while reading (an I/O error mid-file): the lines read so far count
     if problem and remaining <= 0:
         yield line(carry, carry_dropped, problem)
     elif carry or carry_dropped:
