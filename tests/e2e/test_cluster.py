@@ -79,16 +79,15 @@ class Standalone:
 
 
 def _stop(process: subprocess.Popen) -> None:
-    """The process and everything it started (a worker's executors and their Python workers): its group."""
-    for sig, wait in ((signal.SIGTERM, 15), (signal.SIGKILL, 10)):
+    """The process and everything it started (a worker's executors and their Python workers), which
+    share its process group: SIGTERM (a worker stops its executors), then SIGKILL to what is left."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
         try:
-            os.killpg(process.pid, sig)
+            os.killpg(process.pid, sig)  # the group outlives a leader that exited before its children
         except ProcessLookupError:
-            return
+            return  # nothing left of the group
         try:
-            process.wait(wait)
-            # the group may outlive its leader: a worker's executors get the signal, give them a moment
-            time.sleep(0.5)
+            process.wait(15)
         except subprocess.TimeoutExpired:
             continue
 
@@ -135,7 +134,7 @@ def cluster(tmp_path_factory) -> Iterator[Standalone]:
         for k, work_dir in enumerate(running.worker_dirs, 1):
             work_dir.mkdir()
             start(f"worker-{k}", "org.apache.spark.deploy.worker.Worker", running.url, "--host", "127.0.0.1",
-                  "--cores", "1", "--memory", "1g", "--work-dir", str(work_dir), "--webui-port", "0")  # any free port: not read
+                  "--cores", "1", "--memory", "1g", "--work-dir", str(work_dir), "--webui-port", "0")
         deadline = time.monotonic() + STARTUP_SECONDS
         while _alive_workers(running.web_ui) < WORKERS:
             exited = [p.args[1] for p in processes if p.poll() is not None]
