@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import atexit
+import importlib.util
 import logging
 import os
+import shutil
 import sys
+import tempfile
+import zipimport
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -129,6 +134,7 @@ def get_spark(
     """
     active = SparkSession.getActiveSession()
     if active is not None:
+        ship_imported_wheel(active)
         return active
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
@@ -162,7 +168,50 @@ def get_spark(
     spark = _start_with_stdout_on_stderr(builder)
     if not is_connect(spark):  # Connect has no SparkContext; log4j2.properties quiets its server
         spark.sparkContext.setLogLevel("ERROR")
+    ship_imported_wheel(spark)
     return spark
+
+
+def imported_wheel(package: str = "epoch_audit") -> str | None:
+    """The ``.whl`` file ``package`` was imported from (a wheel on the Python path, as spark-submit
+    ``--py-files`` puts it on the driver's), or None (installed, a source tree, a ``.zip``)."""
+    spec = importlib.util.find_spec(package)
+    loader = spec.loader if spec is not None else None
+    if isinstance(loader, zipimport.zipimporter) and loader.archive.lower().endswith(".whl"):
+        return loader.archive
+    return None
+
+
+_ZIPPED: dict[str, str] = {}  # wheel -> its .zip copy, made once per driver process
+_SHIPPED: set[tuple[str, str]] = set()  # (application id, wheel): added to that SparkContext
+
+
+def ship_imported_wheel(spark: SparkSession, package: str = "epoch_audit") -> str | None:
+    """Put the wheel ``package`` was imported from on the executors' Python path too; return the
+    ``.zip`` copy added (None: nothing to ship).
+
+    spark-submit ``--py-files dist/epoch_audit-*.whl`` puts the wheel on the driver's path and copies
+    it to every executor, but PySpark adds only ``.zip``, ``.egg`` and ``.jar`` files to the
+    executors' Python path: their Python workers then import ``epoch_audit`` from whatever the hosts
+    have installed, or fail with "No module named 'epoch_audit'". A wheel of pure Python is a zip
+    archive; a ``.zip`` copy added with ``addPyFile`` is importable there, and the executors run the
+    driver's code. Through Spark Connect there is no SparkContext (nothing is shipped).
+    """
+    wheel = imported_wheel(package)
+    if wheel is None or is_connect(spark):
+        return None
+    if wheel not in _ZIPPED:
+        # Served to the executors by the driver: a driver-local folder, removed when the driver exits.
+        folder = tempfile.mkdtemp(prefix="epoch-audit-wheel-")
+        atexit.register(shutil.rmtree, folder, True)
+        _ZIPPED[wheel] = os.path.join(folder, os.path.basename(wheel)[: -len(".whl")] + ".zip")
+        shutil.copyfile(wheel, _ZIPPED[wheel])
+    context = spark.sparkContext
+    if (context.applicationId, wheel) not in _SHIPPED:
+        context.addPyFile(_ZIPPED[wheel])
+        _SHIPPED.add((context.applicationId, wheel))
+        log.debug("%s ships to the executors of %s as %s", wheel, context.applicationId, _ZIPPED[wheel])
+    return _ZIPPED[wheel]
 
 
 def _start_with_stdout_on_stderr(builder: SparkSession.Builder) -> SparkSession:

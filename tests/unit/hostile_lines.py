@@ -36,7 +36,7 @@ def run_chain(spark: SparkSession, files: Files) -> tuple[DataFrame, DataFrame, 
             path.write_bytes("\n".join(lines).encode("utf-8") + b"\n")
             file_id = hashlib.sha256(source_file.encode()).hexdigest()
             task = {
-                "file_id": file_id, "source_file": str(path), "file_name": source_file.rsplit("/", 1)[-1],
+                "file_id": file_id, "source_file": str(path), "read_path": str(path), "file_name": source_file.rsplit("/", 1)[-1],
                 "cluster_id": "c1", "host_id": 1, "file_order": 0, "log_kind": log_kind, "compressed": "false",
                 "start_byte": 0, "start_line": 1, "end_byte": path.stat().st_size,
                 "max_line_chars": config.ingest.max_line_chars, "batch_lines": config.ingest.batch_lines,

@@ -35,7 +35,7 @@ def test_family_rows_sum_to_the_irrelevant_lines() -> None:
         path = Path(work) / "server.log"
         path.write_text("\n".join(LINES) + "\n")
         task = {
-            "file_id": "f1", "source_file": str(path), "file_name": "server.log", "cluster_id": "c1", "host_id": 1,
+            "file_id": "f1", "source_file": str(path), "read_path": str(path), "file_name": "server.log", "cluster_id": "c1", "host_id": 1,
             "file_order": 0, "log_kind": "server", "compressed": "false", "start_byte": 0, "start_line": 1,
             "end_byte": path.stat().st_size, "max_line_chars": config.ingest.max_line_chars,
             "batch_lines": config.ingest.batch_lines, "read_problem": None, "seed_micros": None,

@@ -30,7 +30,7 @@ def _events(name: str, kind: str, lines: list[str]) -> tuple[list[dict], dict]:
         path = Path(work) / name
         path.write_text("\n".join(lines) + "\n")
         task = {
-            "file_id": "f1", "source_file": str(path), "file_name": name, "cluster_id": "c1", "host_id": 2,
+            "file_id": "f1", "source_file": str(path), "read_path": str(path), "file_name": name, "cluster_id": "c1", "host_id": 2,
             "file_order": 0, "log_kind": kind, "compressed": "false", "start_byte": 0, "start_line": 1,
             "end_byte": path.stat().st_size, "max_line_chars": config.ingest.max_line_chars,
             "batch_lines": config.ingest.batch_lines, "read_problem": None, "seed_micros": None,

@@ -3,7 +3,9 @@ block by block so memory stays bounded (the ingest pass, ``bronze.single_pass``,
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Iterator
+from typing import BinaryIO
 
 from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
 
@@ -22,6 +24,10 @@ _PROVENANCE_FIELDS = [
 
 TASK_SCHEMA = StructType(
     _PROVENANCE_FIELDS
+    # The file as executors open it: ``source_file`` made absolute on the driver. ``source_file``
+    # stays as the run named it (the events' provenance); a relative one would be resolved against
+    # each executor's own working directory, which on a cluster is not the driver's.
+    + [StructField("read_path", StringType())]
     + [
         StructField(name, LongType() if name != "compressed" else StringType())
         for name in ("compressed", "start_byte", "start_line", "end_byte", "max_line_chars", "batch_lines")
@@ -40,7 +46,8 @@ def task_lines(task: dict) -> Iterator[tuple[str, int, str | None]]:
     Splitting bytes at ``\\n`` is safe: 0x0A never occurs inside a multi-byte UTF-8 sequence.
     A file whose data ends early (``read_problem``: a truncated gzip) ends with one more line, the
     text after its last newline (possibly empty), carrying that problem: the truncation is
-    quarantined and counted as a malformed line.
+    quarantined and counted as a malformed line. A file that does not open raises
+    :class:`InputUnreadableError`.
     """
     limit = task["max_line_chars"]
     keep_bytes = 4 * limit  # enough bytes for ``limit`` characters
@@ -53,8 +60,8 @@ def task_lines(task: dict) -> Iterator[tuple[str, int, str | None]]:
         chars = len(text) + dropped
         return (text if chars <= limit else text[:limit]), chars, why
 
+    fh = _open(task["read_path"], task["compressed"] == "true")
     try:
-        fh = GzipPrefix(task["source_file"]) if task["compressed"] == "true" else open(task["source_file"], "rb")
         with fh:
             fh.seek(task["start_byte"])
             while remaining > 0:
@@ -73,8 +80,26 @@ def task_lines(task: dict) -> Iterator[tuple[str, int, str | None]]:
                     carry_dropped += len(carry) - keep_bytes
                     carry = carry[:keep_bytes]
     except (OSError, EOFError):
-        pass  # unreadable: the lines read so far count, the rest waits for a re-run
+        pass  # cut short while reading (an I/O error mid-file): the lines read so far count
     if problem and remaining <= 0:
         yield line(carry, carry_dropped, problem)
     elif carry or carry_dropped:
         yield line(carry, carry_dropped)  # a last line without its final newline
+
+
+class InputUnreadableError(OSError):
+    """An executor cannot open a file the driver planned to read."""
+
+
+def _open(path: str, compressed: bool) -> BinaryIO | GzipPrefix:
+    """The task's file, opened on the executor; one that does not open fails the task (and so the
+    run) instead of counting as read: the driver would record its bytes as consumed with no lines,
+    and no later run would read them. On a cluster that is an input the executors do not see at
+    the driver's path (not on a shared filesystem), or a file removed since the run planned it."""
+    try:
+        return GzipPrefix(path) if compressed else open(path, "rb")  # noqa: SIM115 - closed by the caller's `with`
+    except OSError as err:
+        raise InputUnreadableError(
+            f"executor on host {socket.gethostname()} cannot open input file {path}: {err.strerror or err} "
+            "(every executor must see the inputs at the driver's path, e.g. a shared mount)"
+        ) from err

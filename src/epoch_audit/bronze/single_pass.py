@@ -14,6 +14,7 @@ text) and ``file`` (one per task: its counts and the max event time so far).
 
 from __future__ import annotations
 
+import os
 from collections import Counter, deque
 from collections.abc import Iterable, Iterator
 from datetime import UTC, date, datetime, timedelta
@@ -330,14 +331,11 @@ def pass_batches(batches: Iterable[pa.RecordBatch], zone: str) -> Iterator[pa.Re
         yield _to_batch(out)
 
 
-def pass_rows(spark: SparkSession, tasks: list[ReadTask], config: AppConfig, seeds: dict[str, int | None]) -> DataFrame:
-    """The pass over ``tasks`` (PASS_SCHEMA rows); ``seeds``: per file read from a later line on,
-    the max event time of its earlier events (epoch microseconds), which ``own_time`` starts from.
-
-    The tasks are packed by bytes into one bin per core (largest first into the lightest bin);
-    each bin is one input row, and a local relation spreads its rows evenly over the cores: the
-    work is balanced without a shuffle, and a core never waits for a Python worker per file."""
-    cores = default_parallelism(spark)
+def task_bins(
+    tasks: list[ReadTask], config: AppConfig, seeds: dict[str, int | None], cores: int
+) -> list[list[tuple]]:
+    """The read tasks as ``TASK_SCHEMA`` + ``seed_micros`` tuples, packed by bytes into up to ``cores``
+    bins (largest first into the lightest bin)."""
     bins: list[list[tuple]] = [[] for _ in range(min(cores, len(tasks)))]
     loads = [0] * len(bins)
     for t in sorted(tasks, key=lambda t: -(t.end_byte - t.start_byte)):
@@ -345,9 +343,21 @@ def pass_rows(spark: SparkSession, tasks: list[ReadTask], config: AppConfig, see
         loads[lightest] += t.end_byte - t.start_byte
         bins[lightest].append((
             t.file_id, t.source_file, t.file_name, t.cluster_id, t.host_id, t.file_order, t.log_kind,
+            os.path.abspath(t.source_file),  # resolved here: executors run in their own working directories
             "true" if t.compressed else "false", t.start_byte, t.start_line, t.end_byte,
             config.ingest.max_line_chars, config.ingest.batch_lines, t.read_problem, seeds.get(t.file_id),
         ))
+    return bins
+
+
+def pass_rows(spark: SparkSession, tasks: list[ReadTask], config: AppConfig, seeds: dict[str, int | None]) -> DataFrame:
+    """The pass over ``tasks`` (PASS_SCHEMA rows); ``seeds``: per file read from a later line on,
+    the max event time of its earlier events (epoch microseconds), which ``own_time`` starts from.
+
+    The tasks are packed by bytes into one bin per core (:func:`task_bins`); each bin is one input
+    row, and a local relation spreads its rows evenly over the cores: the work is balanced without
+    a shuffle, and a core never waits for a Python worker per file."""
+    bins = task_bins(tasks, config, seeds, default_parallelism(spark))
     task_type = StructType([*TASK_SCHEMA.fields, StructField("seed_micros", LongType())])
     bin_df = spark.createDataFrame([(b,) for b in bins], StructType([StructField("tasks", ArrayType(task_type))]))
     return bin_df.mapInArrow(partial(pass_batches, zone=config.ingest.source_time_zone), PASS_SCHEMA)
