@@ -44,16 +44,22 @@ RAW_CHARS = 4000
 # ---------------------------------------------------------------------------------------------
 
 
-def daily_invariant_counts(violations: DataFrame) -> DataFrame:
-    """Violations per (date of the offending event, cluster, invariant, severity, confidence).
+def daily_invariant_counts(violations: DataFrame, suppressed: DataFrame | None = None) -> DataFrame:
+    """Violations per (date of the offending event, cluster, invariant, severity, confidence), and
+    how many of them an active suppression covers (``suppressed``: ids, ``violation_id``).
 
     ``date`` is the UTC date of ``event_time``; violations without an event time count under a
-    null date (never dropped).
+    null date (never dropped). ``count`` is every violation; ``count - suppressed`` the open ones.
     """
+    if suppressed is None:
+        marked = violations.withColumn("_suppressed", F.lit(0))
+    else:
+        ids = suppressed.select("violation_id").distinct().withColumn("_suppressed", F.lit(1))
+        marked = violations.join(ids, "violation_id", "left").fillna(0, ["_suppressed"])
     return (
-        violations.groupBy(F.to_date("event_time").alias("date"), "cluster_id", "invariant", "severity", "confidence")
-        .agg(F.count("*").alias("count"))
-        .select("date", "cluster_id", "invariant", "severity", "confidence", "count")
+        marked.groupBy(F.to_date("event_time").alias("date"), "cluster_id", "invariant", "severity", "confidence")
+        .agg(F.count("*").alias("count"), F.sum("_suppressed").cast("long").alias("suppressed"))
+        .select("date", "cluster_id", "invariant", "severity", "confidence", "count", "suppressed")
     )
 
 
@@ -498,7 +504,11 @@ def run_report(spark: SparkSession, storage: LakeStorage, config: AppConfig, run
     """Write gold/daily_invariant_counts and ``<lake>/reports/<run_id>/index.html``."""
     detail: dict[str, Any] = {}
     if storage.exists(VIOLATIONS_TABLE):
-        storage.overwrite(DAILY_COUNTS_TABLE, daily_invariant_counts(storage.read(VIOLATIONS_TABLE)))
+        active = (
+            storage.read(SUPPRESSIONS_TABLE).where(F.col("status") == "active")
+            if storage.exists(SUPPRESSIONS_TABLE) else None
+        )
+        storage.overwrite(DAILY_COUNTS_TABLE, daily_invariant_counts(storage.read(VIOLATIONS_TABLE), active))
         detail["daily_invariant_counts"] = DAILY_COUNTS_TABLE
     if re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*://", storage.lake) and not storage.lake.startswith("file://"):
         detail["report"] = None
