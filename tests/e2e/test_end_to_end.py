@@ -130,6 +130,10 @@ def test_acknowledged_violations_leave_the_exit_code(spark, ran, tmp_path, capsy
     covered = storage.read("gold/suppressions").collect()
     assert sorted(r["violation_id"] for r in covered) == sorted(r["violation_id"] for r in errors)
     assert {r["status"] for r in covered} == {"active"}
+    # the dashboards' daily counts say how many of each day's violations are acknowledged
+    assert main(["report", "--lake", str(lake), "--run-id", "e2e-ack-report"]) == 0
+    total, suppressed = storage.read("gold/daily_invariant_counts").agg(F.sum("count"), F.sum("suppressed")).first()
+    assert suppressed == len(errors) and total == storage.read("gold/violations").count()
 
 
 def test_clean_history_has_no_violations(spark, ran):
