@@ -417,7 +417,7 @@ def main(argv: list[str] | None = None) -> int:
     from epoch_audit.config import ConfigError
     from epoch_audit.console import setup_logging, summary_line
     from epoch_audit.lake.lock import LakeBusyError, lake_lock
-    from epoch_audit.lake.preflight import check_lake_path
+    from epoch_audit.lake.preflight import check_lake_path, require_tables
     from epoch_audit.lake.storage import StorageError
 
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -439,6 +439,8 @@ def main(argv: list[str] | None = None) -> int:
         from epoch_audit.stages.pipeline import COMMAND_STAGES
 
         lake = args.lake
+        if args.command == "maintain":
+            require_tables(args.lake)  # before check_lake_path creates the directory
         check_lake_path(args.lake)  # before the lock and Spark: a bad lake fails in a second, naming why
         if args.junit_xml:
             check_output_file(args.junit_xml, "--junit-xml")

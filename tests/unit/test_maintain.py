@@ -87,9 +87,17 @@ def test_retention_keeps_the_versions_it_covers(spark, tmp_path):
     assert store.read(VIOLATIONS_TABLE, version=0).count() == 4  # time travel within the week still reads
 
 
-def test_a_negative_retention_is_a_usage_error(tmp_path, capsys):
-    assert main(["maintain", "--lake", str(tmp_path / "lake"), "--retention-hours", "-1"]) == 2
+def test_a_negative_retention_is_a_usage_error(spark, tmp_path, capsys):
+    store = _nightly_lake(spark, tmp_path)
+    assert main(["maintain", "--lake", store.lake, "--retention-hours", "-1"]) == 2
     assert "--retention-hours" in capsys.readouterr().err
+
+
+def test_a_path_without_tables_is_no_lake(tmp_path, capsys):
+    typo = tmp_path / "lakee"
+    assert main(["maintain", "--lake", str(typo)]) == 2
+    assert f"{typo}: holds no Delta table" in capsys.readouterr().err
+    assert not typo.exists()  # nothing created at a mistyped path
 
 
 def test_every_registered_table_is_maintained():

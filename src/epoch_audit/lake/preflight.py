@@ -91,3 +91,13 @@ def check_lake_path(lake: str) -> None:
         raise LakePathError(lake, f"cannot list the lake: {_reason(err)}") from None
     for directory in directories:
         _probe(directory, lake)
+
+
+def require_tables(lake: str) -> None:
+    """A command that only works on an existing lake (``maintain``) fails on a local path holding no
+    Delta table, before anything is created there: a mistyped path is not an empty lake."""
+    if not is_local(lake):
+        return
+    root = local_path(lake)
+    if not root.is_dir() or not any(root.glob(f"*/*/{DELTA_LOG}")):
+        raise LakePathError(lake, "holds no Delta table (not a lake, or not yet written by a run)")
