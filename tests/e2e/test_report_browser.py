@@ -36,6 +36,35 @@ def _run(binary: str, profile: Path, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run(cmd, capture_output=True, text=True, timeout=180, check=False)
 
 
+def _status(dom: subprocess.CompletedProcess) -> tuple[str, dict]:
+    """The page's status element (state, facts) from a --dump-dom run."""
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    m = re.search(r'<div id="report-status" data-state="(\w+)">(.*?)</div>', dom.stdout, re.S)
+    assert m, "status element missing: " + dom.stdout[-2000:]
+    return m.group(1), json.loads(m.group(2).replace("&quot;", '"').replace("&amp;", "&"))
+
+
+@pytest.mark.skipif(_chromium() is None, reason="no chromium binary on this machine (CI installs it)")
+def test_report_fits_a_laptop_screen_and_leads_with_tonight(report_lake, tmp_path):  # noqa: F811
+    """At 1366 px (a common laptop width) no table, chart or log line needs a horizontal scroll, and
+    the first thing under the title is this run's outcome as its exit code counts it."""
+    _, page, _ = report_lake
+    binary = _chromium()
+    assert binary is not None
+    dom = _run(binary, tmp_path / "profile-1366", "--window-size=1366,900", "--dump-dom", page.resolve().as_uri())
+    state, status = _status(dom)
+    assert state == "ok", status
+    assert status["viewport"] == 1366
+    assert status["overflowing"] == [] and status["page_width"] <= 1366, status
+    main = dom.stdout[dom.stdout.index("<main>"):]
+    assert main.index('id="tonight"') < main.index('id="summary"')
+    # the fixture's run wrote no violation and failed one critical expectation: exit 3
+    tonight = re.search(r'<section id="tonight"[^>]*data-exit-code="(\d)"[^>]*>(.*?)</section>', main, re.S)
+    assert tonight and tonight.group(1) == "3", main[:1500]
+    assert "FOUND" in tonight.group(2) and "0 new violations" in tonight.group(2)
+    assert "1 failed expectations (1 critical)" in tonight.group(2)
+
+
 @pytest.mark.skipif(_chromium() is None, reason="no chromium binary on this machine (CI installs it)")
 def test_report_renders_in_chromium(report_lake, tmp_path):  # noqa: F811
     _, page, code = report_lake

@@ -72,6 +72,11 @@ def test_report_page_content_and_escaping(report_lake):
     assert re.search(r'<div class="n">2</div><div class="l">partitions', summary)
     assert re.search(r'<div class="n">2</div><div class="l">violations', summary)
     assert "<td class='st-failed'>failed</td><td>1</td>" in summary
+    # tonight first: no violation is this run's, one critical expectation failed (exit 3); failures lead
+    assert page.index("id='tonight'") < page.index('id="summary"')
+    assert "data-exit-code='3'" in page and "0 new violations (0 error)" in page
+    expectations = page[page.index('id="expectations"'):]
+    assert expectations.index("st-failed") < expectations.index("st-passed")
     # one chart per partition with a violation, with its decisions and markers
     timelines = _payload(page)["timelines"]
     by_title = {t["title"]: t for t in timelines}

@@ -63,12 +63,31 @@ def daily_invariant_counts(violations: DataFrame, suppressed: DataFrame | None =
     )
 
 
-def violations_to_show(violations: DataFrame, limit: int) -> DataFrame:
-    """The ``limit`` violations the report lists: errors first, then by invariant, partition, epoch."""
+def violations_to_show(violations: DataFrame, limit: int, run_id: str | None = None) -> DataFrame:
+    """The ``limit`` violations the report lists: the ones ``run_id`` reported first (tonight's), then
+    errors first, then by invariant, partition, epoch."""
+    tonight = F.when(F.col("run_id") == F.lit(run_id), 0).otherwise(1)
     sev = F.when(F.col("severity") == "error", 0).otherwise(1)
     return violations.orderBy(
-        sev, "invariant", "cluster_id", "topic", "partition", "leader_epoch", "broker_id", "violation_id"
+        tonight, sev, "invariant", "cluster_id", "topic", "partition", "leader_epoch", "broker_id", "violation_id"
     ).limit(limit)
+
+
+def tonight(new_counts: list[dict[str, Any]], suppressed_new: int, expectations: list[dict[str, Any]] | None
+            ) -> dict[str, Any]:
+    """What this run found, as its exit code counts it (docs/operations.md, exit codes): violations it
+    reported first (``new_counts``: per severity) less the acknowledged ones, and its own failed
+    expectations (None: the run did not validate)."""
+    new = sum(c["count"] for c in new_counts)
+    errors = sum(c["count"] for c in new_counts if c["severity"] == "error")
+    failed = [r for r in expectations or [] if r["status"] in ("failed", "error")]
+    critical = [r for r in failed if r["critical"]]
+    found = errors - suppressed_new > 0 or bool(critical)
+    return {
+        "status": "found" if found else "ok", "exit_code": 3 if found else 0, "new": new, "new_errors": errors,
+        "suppressed": suppressed_new, "failed_expectations": len(failed), "critical_failures": len(critical),
+        "validated": expectations is not None,
+    }
 
 
 def evidence_events(events: DataFrame, shown: DataFrame, per_violation: int) -> DataFrame:
@@ -167,14 +186,20 @@ def gather(spark: SparkSession, storage: LakeStorage, config: AppConfig, run_id:
     data["summary"] = summary
 
     data["violations"], data["evidence"], data["timelines"] = [], {}, []
-    data["violation_counts"], data["violations_total"] = [], 0
+    data["violation_counts"], data["violations_total"], data["new_counts"], data["suppressed_new"] = [], 0, [], 0
     if violations is None:
         notes.append(f"{VIOLATIONS_TABLE} is absent: the check stage has not run on this lake")
     else:
-        counts = _rows(violations.groupBy("invariant", "severity", "confidence").count().orderBy("invariant"))
-        data["violation_counts"] = counts
+        is_new = (F.col("run_id") == F.lit(run_id)).alias("new")
+        counts = _rows(violations.groupBy("invariant", "severity", "confidence", is_new).count().orderBy("invariant"))
+        data["new_counts"] = [c for c in counts if c["new"]]
+        data["violation_counts"] = list(_merged_counts(counts))
         data["violations_total"] = sum(c["count"] for c in counts)
-        shown = violations_to_show(violations, v.report_max_violations)
+        if data["new_counts"] and storage.exists(SUPPRESSIONS_TABLE):  # acknowledged: out of the exit code
+            active = storage.read(SUPPRESSIONS_TABLE).where("status = 'active'").select("violation_id")
+            new_errors = violations.where((F.col("run_id") == F.lit(run_id)) & (F.col("severity") == "error"))
+            data["suppressed_new"] = new_errors.join(active, "violation_id", "left_semi").count()
+        shown = violations_to_show(violations, v.report_max_violations, run_id)
         data["violations"] = _rows(
             shown.select(
                 "violation_id",
@@ -213,7 +238,8 @@ def gather(spark: SparkSession, storage: LakeStorage, config: AppConfig, run_id:
     if storage.exists(RESULTS_TABLE):
         results = storage.read(RESULTS_TABLE)
         mine = results.where(F.col("run_id") == run_id)
-        if mine.limit(1).count() == 0:
+        data["validated"] = mine.limit(1).count() > 0
+        if not data["validated"]:
             latest = results.agg(F.max_by("run_id", "validated_at").alias("r")).collect()[0]["r"]
             if latest is not None:
                 notes.append(f"this run did not validate: expectation results of run {latest}")
@@ -229,7 +255,7 @@ def gather(spark: SparkSession, storage: LakeStorage, config: AppConfig, run_id:
                 "observed_value",
                 "unexpected_sample",
                 "note",
-            ).orderBy("suite", "table", "expectation")
+            ).orderBy(F.col("status").isin("failed", "error").desc(), "suite", "table", "expectation")  # failures first
         )
     else:
         data["expectations"] = []
@@ -312,6 +338,31 @@ def json_for_script(data: Any) -> str:
 
 def _asset(name: str) -> str:
     return resources.files("epoch_audit.report.assets").joinpath(name).read_text(encoding="utf-8")
+
+
+def _merged_counts(counts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per (invariant, severity, confidence), the counts of new and older violations added up."""
+    merged: dict[tuple, int] = {}
+    for c in counts:
+        key = (c["invariant"], c["severity"], c["confidence"])
+        merged[key] = merged.get(key, 0) + c["count"]
+    return [{"invariant": i, "severity": s, "confidence": f, "count": n} for (i, s, f), n in merged.items()]
+
+
+def _tonight_html(data: dict[str, Any]) -> str:
+    """The first thing on the page: this run's outcome as its exit code counts it."""
+    t = tonight(data.get("new_counts", []), data.get("suppressed_new", 0),
+                data["expectations"] if data.get("validated") else None)
+    new = f"{t['new']} new violations ({t['new_errors']} error)"
+    if t["suppressed"]:
+        new += f", {t['suppressed']} of them acknowledged"
+    checks = (f"{t['failed_expectations']} failed expectations ({t['critical_failures']} critical)"
+              if t["validated"] else "not validated by this run")
+    return (
+        f"<section id='tonight' class='tonight-{t['status']}' data-exit-code='{t['exit_code']}'>"
+        f"<b>{'FOUND' if t['status'] == 'found' else 'OK'}</b> · exit code {t['exit_code']} · {esc(new)} · "
+        f"{esc(checks)}</section>"
+    )
 
 
 def _card(label: str, value: Any, extra: str = "") -> str:
@@ -470,6 +521,7 @@ def render(data: dict[str, Any]) -> str:
     body = (
         f"<header><h1>epoch-audit run {esc(data['run_id'])}</h1>"
         f"<div class='meta'>generated {esc(data['generated_at'])}</div></header><main>"
+        + _tonight_html(data)
         + (f"<ul class='note' id='notes'>{notes}</ul>" if notes else "")
         + "<h2>Summary</h2>"
         + _summary_html(data)
