@@ -78,6 +78,9 @@ def test_finds_exactly_the_injected_violations(spark, corpus, ran):
         "false_positives": [], "false_negatives": [],
     }
     assert code == 3  # violations of severity error were found
+    # the report leads with the same outcome the exit code gives
+    page = (lake / "reports" / "e2e" / "index.html").read_text()
+    assert "data-exit-code='3'" in page and f"{violations.count()} new violations" in page
 
 
 def test_every_line_is_accounted_for(spark, ran):
@@ -100,6 +103,8 @@ def test_rerun_changes_nothing(spark, corpus, ran, capsys):
     # nothing new: the re-run reports no violation (exit 3 only for failed critical expectations)
     assert summary["stages"]["check"]["violations"] == []
     assert code == (3 if summary["stages"]["validate"].get("critical_failures") else 0)
+    page = (lake / "reports" / "e2e-again" / "index.html").read_text()
+    assert f"data-exit-code='{code}'" in page and "0 new violations" in page
     assert len(storage.history("bronze/events")) == before["bronze/events"]
     ids = storage.read("gold/violations").select("violation_id", "run_id").collect()
     assert {r["run_id"] for r in ids} == {"e2e"}  # reported once, by the run that first proved it
