@@ -56,6 +56,9 @@ def test_report_fits_a_laptop_screen_and_leads_with_tonight(report_lake, tmp_pat
     assert state == "ok", status
     assert status["viewport"] == 1366
     assert status["overflowing"] == [] and status["page_width"] <= 1366, status
+    # the trend over past runs is drawn (the fixture's two nights) and links to the index of runs
+    assert status["trend"] == 1 and status["trend_runs"] == 2, status
+    assert (page.parent / "../index.html").resolve().is_file()
     main = dom.stdout[dom.stdout.index("<main>"):]
     assert main.index('id="tonight"') < main.index('id="summary"')
     # the fixture's run wrote no violation and failed one critical expectation: exit 3
@@ -94,3 +97,21 @@ def test_report_renders_in_chromium(report_lake, tmp_path):  # noqa: F811
     res = _run(binary, tmp_path / "profile-shot", f"--screenshot={shot}", "--window-size=1280,2000", url)
     assert res.returncode == 0, res.stderr[-2000:]
     assert shot.is_file() and shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.skipif(_chromium() is None, reason="no chromium binary on this machine (CI installs it)")
+def test_index_of_runs_renders_and_links_resolve(report_lake, tmp_path):  # noqa: F811
+    """reports/index.html at 1366 px: no JS error, the trend drawn, one row per completed run plus this
+    one, nothing wider than the window, and every link (rows and chart) opens a page that exists."""
+    lake, page, _ = report_lake
+    binary = _chromium()
+    assert binary is not None
+    index = lake / "reports" / "index.html"
+    dom = _run(binary, tmp_path / "profile-index", "--window-size=1366,900", "--dump-dom", index.resolve().as_uri())
+    state, status = _status(dom)
+    assert state == "ok" and status["errors"] == [], status
+    assert status["runs"] == 4 and status["trend"] == 1 and status["trend_runs"] == 2, status
+    assert status["overflowing"] == [] and status["page_width"] <= 1366, status
+    links = re.findall(r'<a [^>]*href="([^"#]+)"', dom.stdout)
+    assert f"{page.parent.name}/index.html" in links
+    assert links and all((index.parent / link).resolve().is_file() for link in links), links

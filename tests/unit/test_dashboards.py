@@ -22,7 +22,7 @@ from deltalake import DeltaTable
 
 from epoch_audit.contracts.violations import CHECK_COLUMNS, CHECK_SCHEMA
 from epoch_audit.lake.storage import DeltaRsStorage
-from epoch_audit.report.html import daily_invariant_counts
+from epoch_audit.report.gather import daily_invariant_counts
 from epoch_audit.stages.ingest import ACCOUNTING_SCHEMA
 from epoch_audit.validate.runner import RESULTS_SCHEMA
 

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import date, datetime
+import shutil
+from datetime import date, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
-from epoch_audit.report.html import json_for_script, render
+from epoch_audit.report.render import json_for_script, render
 from epoch_audit.validate.runner import RESULTS_SCHEMA
 from tests.unit.test_expectations import build_lake
 
@@ -31,14 +32,45 @@ def _validation_rows() -> list[tuple]:
     return [tuple(r[f.name] for f in RESULTS_SCHEMA.fields) for r in rows]
 
 
+def _night(run_id: str, lines: int, new: int, known: int, failed: int, critical: int) -> dict:
+    """The run summary of a nightly ``run`` (the shape epoch_audit.cli writes)."""
+    violations = [{"invariant": "stale_stop_replica_accepted", "severity": "error", "confidence": "confirmed",
+                   "count": new}] if new else []
+    return {
+        "run_id": run_id, "status": "found" if new or critical else "ok", "exit_code": 3 if new or critical else 0,
+        "stages": {
+            "ingest": {"status": "ran", "lines_read": lines, "parsed": lines, "seconds": 3.0},
+            "timelines": {"status": "ran", "seconds": 2.0},
+            "check": {"status": "ran", "violations": violations, "known": known, "seconds": 5.0},
+            "validate": {"status": "ran", "expectations": {"passed": 40 - failed, "failed": failed},
+                         "critical_failures": [{"table": "bronze/events", "expectation": "x"}] * critical},
+            "report": {"status": "ran"},
+        },
+    }
+
+
+# Past runs in gold/run_summary: two nights (their report folders since deleted), then a standalone
+# report (report-0, through the CLI: its page exists), then a run killed after its report (its page
+# exists, no summary row).
+NIGHTS = [("night-1", datetime(2024, 3, 4, 2, 30), 1200, 2, 2, 0, 0),
+          ("night-2", datetime(2024, 3, 5, 2, 30), 300, 0, 2, 1, 1)]
+
+
 @pytest.fixture(scope="session")
 def report_lake(spark, tmp_path_factory) -> tuple[Path, Path, int]:
     """(lake, report path, exit code) after the CLI report stage on the small lake."""
     from epoch_audit.cli import main
+    from epoch_audit.stages.state import record_run
 
     lake = tmp_path_factory.mktemp("report_lake")
     storage = build_lake(spark, lake)
+    for run_id, started, lines, new, known, failed, critical in NIGHTS:
+        record_run(spark, storage, _night(run_id, lines, new, known, failed, critical), "run", started,
+                   started + timedelta(seconds=251))
     storage.overwrite("gold/validation_results", spark.createDataFrame(_validation_rows(), RESULTS_SCHEMA))
+    assert main(["report", "--lake", str(lake), "--run-id", "report-0"]) == 0
+    (lake / "reports" / "killed-1").mkdir()
+    shutil.copy(lake / "reports" / "report-0" / "index.html", lake / "reports" / "killed-1" / "index.html")
     code = main(["report", "--lake", str(lake), "--run-id", RUN_ID])
     return lake, lake / "reports" / RUN_ID / "index.html", code
 
@@ -121,3 +153,50 @@ def test_render_bounds_and_script_safety():
     assert "Showing 1 of 3 violations" in page and "silver/partition_timeline is absent" in page
     assert json.loads(json_for_script({"s": hostile})) == {"s": hostile}
     assert "</" not in json_for_script({"s": hostile})
+
+
+def test_index_of_runs_from_run_summary(report_lake):
+    """reports/index.html lists every completed run newest first, this run on top; links only to pages
+    that exist (the nights' folders are gone); a run killed after its report is not listed."""
+    lake, _, _ = report_lake
+    index = (lake / "reports" / "index.html").read_text()
+    runs = index[index.index('id="runs"'):]
+    rows = re.findall(r"<tr class='run-(\w+)'><td class='mono'>(.*?)</td>", runs)
+    assert [(status, re.sub(r"<[^>]+>", "", cell)) for status, cell in rows] == [
+        ("found", f"{RUN_ID} (this run)"), ("ok", "report-0"), ("found", "night-2"), ("found", "night-1")]
+    links = re.findall(r"href='([^']+)'", runs)
+    assert links == [f"{RUN_ID}/index.html", "report-0/index.html"]
+    assert all((lake / "reports" / link).is_file() for link in links)
+    assert "killed-1" not in index
+    # night-2: 300 lines, 0 new, 2 known, 1 failed expectation of which 1 critical, 251 s
+    night2 = runs[runs.index(">night-2<"):].split("</tr>")[0]
+    cells = [re.sub(r"<[^>]+>", "", c) for c in re.findall(r"<td[^>]*>(.*?)</td>", night2)]
+    assert cells == ["2024-03-05 02:30:00", "run", "found", "3", "0", "1 (1 critical)", "300", "2", "251 s"]
+    # the standalone report read and checked nothing: unknown, not 0
+    report0 = runs[runs.index(">report-0<"):].split("</tr>")[0]
+    assert [re.sub(r"<[^>]+>", "", c) for c in re.findall(r"<td[^>]*>(.*?)</td>", report0)][5:8] == ["–"] * 3
+    # the trend: the two nights (the standalone reports have nothing to draw), oldest first
+    assert [(p["run_id"], p["new"], p["known"], p["lines"], p["href"]) for p in _payload(index)["trend"]] == [
+        ("night-1", 2, 2, 1200, None), ("night-2", 0, 2, 300, None)]
+    # the run's own page carries the same trend, linked from one folder down, and links to the index
+    page = (lake / "reports" / RUN_ID / "index.html").read_text()
+    assert [p["run_id"] for p in _payload(page)["trend"]] == ["night-1", "night-2"]
+    assert "href='../index.html'" in page
+
+
+def test_this_run_in_its_own_trend(spark, report_lake):
+    """A run's summary row is written after its report: the report makes its row from the lake (its
+    ledger rows' lines, gold's size, its outcome), so tonight is the last point of its own trend."""
+    from epoch_audit.config import load_config
+    from epoch_audit.lake.storage import DeltaRsStorage
+    from epoch_audit.report.gather import gather
+    from epoch_audit.report.runs import trend_points
+
+    lake, _, _ = report_lake
+    data = gather(spark, DeltaRsStorage(spark, str(lake)), load_config(None, "local"), "ingest-1", ingested=True)
+    points = trend_points(data["runs"])
+    assert [p["run_id"] for p in points] == ["night-1", "night-2", "ingest-1"]
+    # ingest-1's ledger rows: 1000 + 200 lines; gold holds 2 violations, both first reported by ingest-1
+    assert (points[-1]["lines"], points[-1]["known"], points[-1]["new"], points[-1]["current"]) == (1200, 2, 2, True)
+    # it did not validate (the results are report-1's); one of its new violations is an error: exit code 3
+    assert points[-1]["exit_code"] == 3 and data["validated"] is False

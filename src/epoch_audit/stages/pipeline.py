@@ -57,7 +57,7 @@ def _report(
 ) -> StageResult:
     from epoch_audit.report.html import run_report
 
-    return run_report(spark, storage, config, run_id)
+    return run_report(spark, storage, config, run_id, ingested=ingested)
 
 
 def _maintain(

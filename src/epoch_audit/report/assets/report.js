@@ -116,6 +116,87 @@
     svg.appendChild(el("text", { x: W / 2, y: H - 8, "text-anchor": "middle", fill: "#666" }, "controller decisions in causal order (" + pts.length + (tl.truncated ? ", latest shown" : "") + ")"));
     container.appendChild(svg);
   }
+  /* ---- trend over past runs --------------------------------------------------------------- */
+  function compact(v) {
+    if (v >= 1e9) { return (v / 1e9).toFixed(v >= 1e10 ? 0 : 1) + "G"; }
+    if (v >= 1e6) { return (v / 1e6).toFixed(v >= 1e7 ? 0 : 1) + "M"; }
+    if (v >= 1e3) { return (v / 1e3).toFixed(v >= 1e4 ? 0 : 1) + "k"; }
+    return String(Math.round(v));
+  }
+  function present(v) { return v !== null && v !== undefined; }
+  function drawTrend(container, runs) {
+    var W = 960, H = 300, L = 56, R = 16, T = 40, VH = 126, LH = 66;
+    var LT = T + VH + 30;                     /* lines-read panel, below the violations panel */
+    var n = Math.max(runs.length, 1), slot = (W - L - R) / n;
+    var bw = Math.max(2, Math.min(22, slot * 0.6));
+    function cx(i) { return L + slot * (i + 0.5); }
+    var vmax = 1, lmax = 1;
+    runs.forEach(function (r) {
+      if (present(r.new)) { vmax = Math.max(vmax, r.new); }
+      if (present(r.known)) { vmax = Math.max(vmax, r.known); }
+      if (present(r.lines)) { lmax = Math.max(lmax, r.lines); }
+    });
+    function vy(v) { return T + VH - v * VH / vmax; }
+    function ly(v) { return LT + LH - v * LH / lmax; }
+    var svg = el("svg", { "class": "trend", width: W, height: H, viewBox: "0 0 " + W + " " + H, role: "img" });
+    svg.appendChild(el("title", {}, "violations and lines read per run"));
+    /* legend */
+    var lx = L;
+    [["rect", "#c62828", "new violations (this run reported first)"], ["line", "#455a64", "violations known to gold"],
+     ["rect", "#1e88e5", "lines read"]].forEach(function (item) {
+      if (item[0] === "rect") { svg.appendChild(el("rect", { x: lx, y: 8, width: 12, height: 10, fill: item[1] })); }
+      else { svg.appendChild(el("line", { x1: lx, y1: 13, x2: lx + 12, y2: 13, stroke: item[1], "stroke-width": 2 })); }
+      var label = el("text", { x: lx + 16, y: 17, "class": "legend" }, item[2]);
+      svg.appendChild(label);
+      lx += 28 + item[2].length * 6.2;
+    });
+    /* axes with three ticks each */
+    [[vy, vmax, T, VH, "violations"], [ly, lmax, LT, LH, "lines read"]].forEach(function (axis) {
+      var f = axis[0], top = axis[2], h = axis[3];
+      svg.appendChild(el("line", { x1: L, y1: top, x2: L, y2: top + h, stroke: "#999" }));
+      svg.appendChild(el("line", { x1: L, y1: top + h, x2: W - R, y2: top + h, stroke: "#999" }));
+      [0, axis[1] / 2, axis[1]].forEach(function (v) {
+        svg.appendChild(el("line", { x1: L - 4, y1: f(v), x2: W - R, y2: f(v), stroke: "#eee" }));
+        svg.appendChild(el("text", { x: L - 6, y: f(v) + 4, "text-anchor": "end" }, compact(v)));
+      });
+      svg.appendChild(el("text", { x: L + 4, y: top - 4, fill: "#666" }, axis[4]));
+    });
+    /* per run: its bars and a hover area over its whole column, linked to its report */
+    runs.forEach(function (r, i) {
+      var g = r.href ? el("a", { href: r.href, "class": "run" }) : el("g", { "class": "run" });
+      g.appendChild(titled(el("rect", { x: L + slot * i, y: T, width: slot, height: LT + LH - T, fill: r.current ? "#fff8e1" : "transparent" }),
+        r.run_id + (r.current ? " (this run)" : "") + "\n" + (r.t || "") + "\nexit code " + r.exit_code +
+        "\nnew violations " + (present(r.new) ? r.new : "n/a") + ", known " + (present(r.known) ? r.known : "n/a") +
+        "\nlines read " + (present(r.lines) ? r.lines : "n/a")));
+      if (present(r.new) && r.new > 0) {
+        g.appendChild(el("rect", { x: cx(i) - bw / 2, y: vy(r.new), width: bw, height: T + VH - vy(r.new), fill: "#c62828", "class": "new-bar" }));
+      }
+      if (present(r.lines) && r.lines > 0) {
+        g.appendChild(el("rect", { x: cx(i) - bw / 2, y: ly(r.lines), width: bw, height: LT + LH - ly(r.lines), fill: "#1e88e5", "class": "lines-bar" }));
+      }
+      svg.appendChild(g);
+    });
+    /* known violations: a line, broken where a run did not check */
+    var d = "", open = false;
+    runs.forEach(function (r, i) {
+      if (!present(r.known)) { open = false; return; }
+      d += (open ? "L" : "M") + cx(i) + "," + vy(r.known);
+      open = true;
+      svg.appendChild(el("circle", { cx: cx(i), cy: vy(r.known), r: 2.5, fill: "#455a64", "pointer-events": "none" }));
+    });
+    if (d) { svg.appendChild(el("path", { d: d, fill: "none", stroke: "#455a64", "stroke-width": 2, "class": "known-line", "pointer-events": "none" })); }
+    /* first and last run */
+    if (runs.length) {
+      var last = runs[runs.length - 1];
+      svg.appendChild(el("text", { x: L, y: H - 8 }, runs[0].t || runs[0].run_id));
+      svg.appendChild(el("text", { x: W - R, y: H - 8, "text-anchor": "end" }, (last.t || last.run_id) + (last.current ? " (this run)" : "")));
+    }
+    svg.appendChild(el("text", { x: W / 2, y: H - 8, "text-anchor": "middle", fill: "#666" }, runs.length + " runs, oldest first"));
+    container.appendChild(svg);
+  }
+  var trend = document.getElementById("trend");
+  if (trend && data.trend && data.trend.length) { drawTrend(trend, data.trend); }
+
   (data.timelines || []).forEach(function (tl, i) {
     var container = document.getElementById("chart-" + i);
     if (container) { drawTimeline(container, tl); }
