@@ -154,6 +154,76 @@ TYPED_FIELDS: list[StructField] = [
 EVENT_SCHEMA = StructType(KEY_FIELDS + TYPED_FIELDS)
 EVENT_COLUMNS: list[str] = [f.name for f in EVENT_SCHEMA.fields]
 
+# What each column holds, in one line: the Delta column comment of bronze/events (and of the carried
+# events of state/traffic_carry) and docs/tables.md (epoch_audit.contracts.descriptions).
+EVENT_COLUMN_DESCRIPTIONS: dict[str, str] = {
+    "event_id": "Deterministic sha256 of (file identity, line number, sub index): the event's id.",
+    "event_type": "What the event is: a key of EVENT_TYPES (epoch_audit.contracts.events).",
+    "cluster_id": "Cluster the file belongs to: a cluster=<id> path segment, --cluster-id or the config.",
+    "host_id": "Host the file came from (broker-<id>, broker=<id> or node-<id> path segment).",
+    "broker_id": "Broker whose action or log this is: the line's own id, else host_id; for KRaft broker "
+                 "records the broker the record is about.",
+    "topic": "Topic of the topic-partition (split on the last '-').",
+    "partition": "Partition number of the topic-partition.",
+    "topic_id": "Kafka topic id (22-character Uuid) where the event carries one.",
+    "event_time": "Time the line states, read in ingest.source_time_zone (epoch-ms fields are UTC).",
+    "source_file": "Path of the input file, as found under --input.",
+    "file_id": "sha256 identity of the file's content stream (cluster, host, log name, first line).",
+    "file_order": "Sortable rank of the file among its host's files of one log: rotation suffix as a number, "
+                  "the live file last (99999999999999).",
+    "line_number": "1-based line of the event's first line in the file.",
+    "sub_index": "0.. when one line yields several events.",
+    "log_kind": "Kind of log: state-change, controller, server, request, segment-dump, metadata-dump, "
+                "a checkpoint kind, partition-metadata, redpanda or other.",
+    "level": "log4j / Seastar level of the line.",
+    "logger": "log4j logger (or Seastar logger) of the line.",
+    "kafka_version_hint": "Kafka version range the line's template pins, e.g. '3.5+'.",
+    "raw": "The event's text (first line and continuation lines), wrapper stripped, secrets redacted.",
+    "controller_id": "Controller that sent or logged the request.",
+    "controller_epoch": "The request's controller epoch (never a partition state's).",
+    "state_controller_epoch": "controllerEpoch inside a partition state: the epoch of the controller that "
+                              "last elected the leader.",
+    "known_controller_epoch": "The broker's latest known controller epoch, where a refusal states it.",
+    "correlation_id": "Request correlation id.",
+    "leader": "Leader broker id in a partition state or decision.",
+    "leader_epoch": "The leader epoch at issue: request LE, new LE of a leader/follower start, batch "
+                    "partitionLeaderEpoch, Redpanda term.",
+    "current_leader_epoch": "The broker's current leader epoch, where the line states it.",
+    "prev_leader_epoch": "The previous leader epoch, where the line states it.",
+    "partition_epoch": "Partition epoch (KRaft) or zkVersion (ZooKeeper).",
+    "isr": "In-sync replicas of the state.",
+    "replicas": "Assigned replicas of the state.",
+    "isr_broker_epochs": "Broker epochs aligned with isr (newIsrWithEpochs / BrokerState); -1 unknown.",
+    "adding_replicas": "Replicas being added by a reassignment.",
+    "removing_replicas": "Replicas being removed by a reassignment.",
+    "replica_id": "The other broker the event is about: fetching replica, replica joining or leaving the ISR, "
+                  "target of a controller send, ineligible replica.",
+    "broker_epoch": "A broker epoch: registered epoch (records), request brokerEpoch, fetch replicaEpoch.",
+    "offset": "Start, base, fetch or checkpoint offset.",
+    "last_offset": "Last offset of a batch.",
+    "high_watermark": "High watermark (leader lines, checkpoint, fetch response).",
+    "log_start_offset": "Log start offset.",
+    "error": "Error name (NONE, FENCED_LEADER_EPOCH, INELIGIBLE_REPLICA...) where known.",
+    "delete_partition": "StopReplica delete flag.",
+    "fenced": "Broker registration fenced flag (KRaft records).",
+    "in_controlled_shutdown": "Broker registration in-controlled-shutdown flag (KRaft records).",
+    "metadata_offset": "KRaft metadata-log offset of the record.",
+    "quorum_epoch": "Metadata batch partitionLeaderEpoch (the Raft quorum epoch).",
+    "create_time_ms": "Batch or record CreateTime, epoch milliseconds (UTC).",
+    "producer_id": "Producer id of a data batch.",
+    "producer_epoch": "Producer epoch of a data batch.",
+    "is_transactional": "Whether a data batch is transactional.",
+    "is_control": "Whether a batch is a control batch.",
+    "record_type": "KRaft record type name (PartitionChangeRecord...) or control record type.",
+    "api_key": "Request-log requestApiKeyName.",
+    "api_version": "Request-log requestApiVersion.",
+    "details": "Anything else worth keeping (reason texts...), by name.",
+    "event_date": "UTC day of event_time (null without one): a partition column.",
+    "event_class": "state (controller decisions, leader lines, records, dumps, checkpoints) or traffic "
+                   "(request-log FETCH and PRODUCE per partition): a partition column.",
+    "own_time": "Running maximum of event_time along the file's lines: the event's time in its own log order.",
+}
+
 # Storage layout column of bronze/events (not a parser output): the UTC day of the event time.
 EVENT_DATE_COLUMN = "event_date"
 _MICROS_PER_DAY = 86_400_000_000

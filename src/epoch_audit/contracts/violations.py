@@ -37,4 +37,22 @@ CHECK_SCHEMA = StructType(
 )
 CHECK_COLUMNS = [f.name for f in CHECK_SCHEMA.fields]
 
+# What each column of gold/violations holds (its Delta column comments, docs/tables.md).
+VIOLATION_COLUMN_DESCRIPTIONS: dict[str, str] = {
+    "run_id": "The run that first reported the violation (kept while that run completed).",
+    "violation_id": "Stable id of the violation: sha256 of its key and evidence.",
+    "invariant": "Id of the broken invariant (docs/invariants.md).",
+    "severity": "error or warning.",
+    "confidence": "confirmed, or suspected (cross-host times closer than checks.max_clock_skew_ms).",
+    "cluster_id": "Cluster the violation is in.",
+    "topic": "Topic of the partition concerned (null for broker-wide violations).",
+    "partition": "Partition concerned.",
+    "broker_id": "Broker that broke the invariant (or whose state did).",
+    "leader_epoch": "The leader epoch at issue.",
+    "expected_epoch": "The epoch the broker should have held or required.",
+    "event_time": "Time of the offending event (the evidence's own time).",
+    "evidence": "Event ids in bronze/events that prove the violation.",
+    "explanation": "One sentence: what happened, with the evidence's ids.",
+}
+
 VIOLATION_KEY = ("invariant", "cluster_id", "topic", "partition", "broker_id", "leader_epoch", "expected_epoch")

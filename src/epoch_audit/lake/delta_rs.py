@@ -15,6 +15,7 @@ import unicodedata
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 from pathlib import Path
 
 import pyarrow as pa
@@ -34,6 +35,7 @@ from pyspark.sql.types import (
     StructType,
 )
 
+from epoch_audit.lake.descriptions import describe_delta_rs, described_schema, table_description_text
 from epoch_audit.lake.engine_base import (
     StorageError,
     crash_point,
@@ -51,6 +53,8 @@ class DeltaRsStorage:
     spark: SparkSession
     lake: str
     engine: str = "delta-rs"
+    # tables whose description and comments this process has checked: one look per table
+    described: set[str] = dataclass_field(default_factory=set, repr=False, compare=False)
 
     def path(self, table: str) -> str:
         return str(Path(self.lake) / table)
@@ -285,14 +289,21 @@ class DeltaRsStorage:
             from deltalake import Schema
 
             create_table_with_add_actions(
-                self.path(table), Schema.from_arrow(schema), [a for a in actions if hasattr(a, "stats")],
-                mode="error", partition_by=part_cols or None,
+                self.path(table), Schema.from_arrow(described_schema(table, schema)),
+                [a for a in actions if hasattr(a, "stats")], mode="error", partition_by=part_cols or None,
+                description=table_description_text(table),
             )
         else:
             DeltaTable(self.path(table)).create_write_transaction(
                 actions, mode, schema, partition_by=part_cols or None
             )
         crash_point(f"committed:{table}")
+        self.describe(table)
+
+    def describe(self, table: str) -> int:
+        """Give ``table`` its contract's description and column comments where it lacks them
+        (:func:`epoch_audit.lake.descriptions.describe_delta_rs`); the commits made."""
+        return describe_delta_rs(lambda: self._table(table), table, self.described)
 
     def _part_cols(self, table: str, df: DataFrame) -> list[str]:
         return self.partition_columns(table) if self.exists(table) else partition_columns_for(table, df.columns)

@@ -13,10 +13,12 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from epoch_audit.lake.descriptions import commented, describe_delta_spark
 from epoch_audit.lake.engine_base import (
     crash_point,
     dedupe_by_keys,
@@ -107,6 +109,8 @@ class DeltaSparkStorage:
     spark: SparkSession
     lake: str
     engine: str = "delta-spark"
+    # tables whose description this process has checked (see DeltaRsStorage)
+    described: set[str] = dataclass_field(default_factory=set, repr=False, compare=False)
 
     def path(self, table: str) -> str:
         return f"{self.lake.rstrip('/')}/{table}"
@@ -135,7 +139,8 @@ class DeltaSparkStorage:
         return list(detail.first()["partitionColumns"] or [])
 
     def _writer(self, table: str, df: DataFrame):
-        writer = df.write.format("delta")
+        # the columns' comments travel in the schema a new table (or an overwrite) takes
+        writer = commented(table, df).write.format("delta")
         if not self.exists(table):
             cols = partition_columns_for(table, df.columns)
             if cols:
@@ -146,6 +151,7 @@ class DeltaSparkStorage:
         crash_point(f"commit:{table}")
         self._writer(table, df).mode("append").option("mergeSchema", "true").save(self.path(table))
         crash_point(f"committed:{table}")
+        self.describe(table)
 
     def overwrite(self, table: str, df: DataFrame) -> None:
         crash_point(f"commit:{table}")
@@ -155,6 +161,7 @@ class DeltaSparkStorage:
             .option("overwriteSchema", "true").save(self.path(table))
         )
         crash_point(f"committed:{table}")
+        self.describe(table)
 
     def read_where(self, table: str, column: str, values: list[str]) -> DataFrame:
         return self.read(table).where(F.col(column).isin(list(values)))
@@ -177,6 +184,7 @@ class DeltaSparkStorage:
             .option("mergeSchema", "true").save(self.path(table))
         )
         crash_point(f"committed:{table}")
+        self.describe(table)
 
     def upsert(self, table: str, df: DataFrame, keys: list[str]) -> None:
         """``MERGE INTO`` on ``keys``. On a partitioned table whose partition columns are all in
@@ -203,6 +211,13 @@ class DeltaSparkStorage:
         finally:
             self.spark.catalog.dropTempView(view)
         crash_point(f"committed:{table}")
+        self.describe(table)
+
+    def describe(self, table: str) -> int:
+        """Give ``table`` its contract's description and column comments where it lacks them
+        (:func:`epoch_audit.lake.descriptions.describe_delta_spark`); the commits made."""
+        return describe_delta_spark(self.spark, _quoted_path(self.path(table)), table,
+                                    lambda: self.read(table).schema, self.described)
 
     def history(self, table: str) -> list[dict]:
         rows = self.spark.sql(f"DESCRIBE HISTORY {_quoted_path(self.path(table))}").collect()

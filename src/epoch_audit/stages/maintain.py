@@ -45,7 +45,9 @@ def run_maintenance(
     for table in lake_tables():
         if not storage.exists(table):
             continue
-        tables[table] = storage.maintain(table, hours)
+        # a table written before the contracts' descriptions gets them (metadata commits only)
+        described = storage.describe(table)
+        tables[table] = {**storage.maintain(table, hours), "description_commits": described}
         log.info(
             "maintain %s: %d -> %d files (%d compacted, %d deleted)", table, tables[table]["files_before"],
             tables[table]["files_after"], tables[table]["files_compacted"], tables[table]["files_deleted"],
@@ -55,6 +57,6 @@ def run_maintenance(
     remove_staging(staging_dir(storage.lake))
     totals = {
         key: sum(t[key] for t in tables.values())
-        for key in ("files_before", "files_after", "files_compacted", "files_deleted")
+        for key in ("files_before", "files_after", "files_compacted", "files_deleted", "description_commits")
     }
     return StageResult("maintain", "ran", {"retention_hours": hours, "tables": tables, **totals})
