@@ -59,9 +59,15 @@ LOG4J2_CONF = Path(__file__).resolve().parent / "conf" / "log4j2.properties"
 # C1 alone gets a 48 MB code cache by default; with Delta's classes loaded a short run filled it, and
 # the JVM then disabled its compiler for the rest of the run (the check stage took 4× as long).
 SHORT_RUN_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m"
+# Set in short runs: the timelines and check stages read their inputs as one partition each
+# (:func:`epoch_audit.stages.base.short_run_inputs`).
+ONE_PARTITION_INPUTS = "spark.epoch_audit.onePartitionInputs"
 SHORT_RUN_CONF: dict[str, str] = {
     "spark.sql.codegen.wholeStage": "false",
     "spark.sql.codegen.factoryMode": "NO_CODEGEN",  # interpreted expressions: no Janino compile per plan
+    ONE_PARTITION_INPUTS: "true",
+    # A broadcast is a job of its own; over one-partition inputs a sort-merge join needs no shuffle.
+    "spark.sql.autoBroadcastJoinThreshold": "-1",
 }
 
 

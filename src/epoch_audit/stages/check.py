@@ -23,7 +23,7 @@ from epoch_audit.lake.tables import (
     silver_table,
 )
 from epoch_audit.silver.tables import SILVER_TABLES
-from epoch_audit.stages.base import StageResult, check_config
+from epoch_audit.stages.base import StageResult, check_config, short_run_inputs
 from epoch_audit.stages.carry import (
     iso_of,
     read_check_events,
@@ -143,7 +143,7 @@ def run_checks(
     completed = sorted(completed_runs(storage))
     if dirty:
         silver = {
-            name: storage.read_where(silver_table(name), "cluster_id", dirty)
+            name: short_run_inputs(storage.read_where(silver_table(name), "cluster_id", dirty))
             for name in SILVER_TABLES if storage.exists(silver_table(name))
         }
         # Traffic: from each cluster's carried horizon on, plus the carried events (epoch_audit.stages.carry).
@@ -151,7 +151,7 @@ def run_checks(
             valid_horizons(spark, storage, dirty, silver, check_config(config))
             if config.incremental.carry_traffic else {}
         )
-        events = read_check_events(storage, dirty, horizons)
+        events = short_run_inputs(read_check_events(storage, dirty, horizons))
         # Every silver table once (the ones not in silver/ built from the events), shared by all checks.
         ctx = check_context(events, silver, check_config(config))
         violations = stage_violations(

@@ -11,7 +11,7 @@ from epoch_audit.lake.storage import LakeStorage
 from epoch_audit.lake.tables import EVENTS_TABLE, SILVER_STATE_TABLE, silver_table
 from epoch_audit.silver.tables import SILVER_TABLES
 from epoch_audit.spark import run_concurrently
-from epoch_audit.stages.base import StageResult, check_config
+from epoch_audit.stages.base import StageResult, check_config, short_run_inputs
 from epoch_audit.stages.carry import read_state_events
 from epoch_audit.stages.state import mark_built, stale_clusters
 
@@ -33,7 +33,7 @@ def run_timelines(spark: SparkSession, storage: LakeStorage, config: AppConfig, 
         return StageResult("timelines", "ran", {"tables": sorted(builders), "clusters": []})
     cfg = check_config(config)
     # Silver never reads request-log traffic: state events only (a fraction of a busy cluster's).
-    events = read_state_events(storage, dirty)
+    events = short_run_inputs(read_state_events(storage, dirty))
     workers = config.spark.concurrent_queries
     names = sorted(builders)
     # Built and written on concurrent threads (epoch_audit.spark.run_concurrently): the tables
@@ -47,7 +47,7 @@ def run_timelines(spark: SparkSession, storage: LakeStorage, config: AppConfig, 
     if changed:  # a new build changed a silver schema: rebuild every cluster of every table
         log.warning("silver schema changed (%s): rebuilding every cluster", ", ".join(changed))
         dirty = sorted(fps)
-        events = read_state_events(storage, dirty)
+        events = short_run_inputs(read_state_events(storage, dirty))
         run_concurrently(
             [lambda n=n: storage.overwrite(silver_table(n), builders[n](events, cfg)) for n in names], workers
         )
