@@ -310,7 +310,13 @@ def test_evidence_check_never_broadcasts_bronze(validated, spark):
     events = storage.read("bronze/events").count()
     evidence_ids = storage.read("gold/violations").selectExpr("explode(evidence)").distinct().count()
     assert events > evidence_ids
-    df = spark.sql(evidence_query().format(batch="ea_t_gold"))
-    assert df.collect() == []
-    broadcasts = _broadcast_rows(df._jdf.queryExecution().executedPlan())
+    # Spark's default threshold, as a long run has it (short runs, like this session, turn broadcasts off).
+    previous = spark.conf.get("spark.sql.autoBroadcastJoinThreshold")
+    spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "10485760")
+    try:
+        df = spark.sql(evidence_query().format(batch="ea_t_gold"))
+        assert df.collect() == []
+        broadcasts = _broadcast_rows(df._jdf.queryExecution().executedPlan())
+    finally:
+        spark.conf.set("spark.sql.autoBroadcastJoinThreshold", previous)
     assert broadcasts and max(broadcasts) <= evidence_ids
