@@ -120,5 +120,7 @@ def test_the_production_wheel_holds_only_epoch_audit(tmp_path):
     names = zipfile.ZipFile(wheel).namelist()
     top = {n.split("/")[0] for n in names if not n.split("/")[0].endswith((".dist-info", ".data"))}
     assert top == {"epoch_audit"}
-    # the profiles and the report's assets travel inside the package
-    assert "epoch_audit/conf/local.yaml" in names and "epoch_audit/report/assets/report.html" in names
+    # the profiles, the report's assets and its templates travel inside the package
+    assert "epoch_audit/conf/local.yaml" in names and "epoch_audit/report/assets/report.js" in names
+    templates = {p.name for p in (REPO / "src/epoch_audit/report/templates").iterdir()}
+    assert templates and {f"epoch_audit/report/templates/{t}" for t in templates} <= set(names)

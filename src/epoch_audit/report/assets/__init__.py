@@ -1,1 +1,1 @@
-"""Static assets (template, CSS, JS) inlined into the run report."""
+"""Static assets (CSS, JS) inlined verbatim into the report pages (the pages: ``report/templates``)."""
