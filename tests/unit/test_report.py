@@ -118,6 +118,15 @@ def test_report_page_content_and_escaping(report_lake):
                                                                                              (1, 3), (1, 3)]
     assert [m["vid"] for m in by_title["orders-0 (cluster c1)"]["marks"]] == ["v1"]
     assert len(re.findall(r"<div class='chart' id='chart-\d+'>", page)) == 2
+    # a legend above the charts names every kind of mark report.js draws, in the colours it draws them
+    legend = page[page.index("id='timeline-legend'"):page.index("</ul>", page.index("id='timeline-legend'"))]
+    assert page.index("id='timeline-legend'") < page.index("id='chart-0'")
+    assert re.findall(r"<li data-mark='([\w-]+)'>", legend) == [
+        "decision", "leader-change", "le-line", "isr-change", "violation-error", "violation-warning", "x-axis"]
+    assert "severity error" in legend and "severity warning" in legend and "no leader" in legend
+    script = (Path(__file__).parents[2] / "src/epoch_audit/report/assets/report.js").read_text()
+    colours = set(re.findall(r"#[0-9a-f]{6}", legend))
+    assert len(colours) == 8 and all(c in script for c in colours), colours - {c for c in colours if c in script}
 
 
 def test_daily_invariant_counts(spark, report_lake):
