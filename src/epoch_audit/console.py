@@ -189,6 +189,9 @@ def summary_line(summary: dict[str, Any], command: str, exit_code: int, wall_sec
         new = sum(v.get("count", 0) for v in counts)
         errors = sum(v.get("count", 0) for v in counts if v.get("severity") == "error")
         parts.append(f"{new} new violations ({errors} error)")
+        doubtful = sorted({p["cluster_id"] for p in check.get("input_problems", [])})
+        if doubtful:
+            parts.append(f"input problems in {', '.join(doubtful)} (their violations are doubtful)")
     validate = stages.get("validate", {})
     if validate.get("status") == "ran":
         failed = validate.get("expectations", {}).get("failed", 0)

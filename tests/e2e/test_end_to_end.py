@@ -78,6 +78,8 @@ def test_finds_exactly_the_injected_violations(spark, corpus, ran):
         "false_positives": [], "false_negatives": [],
     }
     assert code == 3  # violations of severity error were found
+    # eight real-format clusters of three modes, each its own id: no input problem, so no table
+    assert not (lake / "gold" / "input_problems").exists()
     # the report leads with the same outcome the exit code gives
     page = (lake / "reports" / "e2e" / "index.html").read_text()
     assert "data-exit-code='3'" in page and f"{violations.count()} new violations" in page

@@ -56,6 +56,8 @@ def assert_clean_audit(code: int, manifest: dict, lake: Path) -> None:
     families = ingest["irrelevant_families"]
     assert families and all(" | " in f["family"] for f in families)
     assert sum(f["lines"] for f in families) <= ingest["irrelevant"]
+    # one real cluster, each host folder its own broker's logs: no input problem
+    assert audit["stages"]["check"]["input_problems"] == []
     from deltalake import DeltaTable
 
     violations = DeltaTable(str(lake / "gold" / "violations")).to_pyarrow_table().to_pylist()

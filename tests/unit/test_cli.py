@@ -329,6 +329,10 @@ def test_summary_line_has_status_exit_code_new_violations_failed_expectations_an
     line = summary_line(summary, "run", 3, 61.25)
     assert line == ("epoch-audit run r1: status found, exit 3, 32 new violations (30 error), "
                     "1 failed expectations (1 critical), 61.2 s, report lake/reports/r1/index.html")
+    summary["stages"]["check"]["input_problems"] = [
+        {"cluster_id": "c1", "problem": "mixed_modes"}, {"cluster_id": "c1", "problem": "conflicting_identity"}]
+    assert "32 new violations (30 error), input problems in c1 (their violations are doubtful), 1 failed" in (
+        summary_line(summary, "run", 3, 61.25))
     assert summary_line({"run_id": "r2", "stages": {}}, "timelines", 0, 1.0) == (
         "epoch-audit timelines r2: status ok, exit 0, 1.0 s"
     )

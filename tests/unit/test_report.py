@@ -164,6 +164,31 @@ def test_render_bounds_and_script_safety():
     assert "</" not in json_for_script({"s": hostile})
 
 
+def test_input_problems_lead_and_mark_their_clusters_violations_doubtful():
+    """A cluster id holding more than one cluster's logs: a banner under tonight's line names it, and
+    its violations (only its) are marked doubtful."""
+    def violation(vid: str, cluster: str, doubtful: bool) -> dict:
+        return {"violation_id": vid, "run_id": "r1", "invariant": "two_leaders_same_epoch", "severity": "error",
+                "confidence": "confirmed", "cluster_id": cluster, "topic": "t", "partition": 0, "broker_id": 1,
+                "leader_epoch": 2, "expected_epoch": None, "event_time": None, "evidence": [],
+                "explanation": "x", "doubtful": doubtful}
+    data = {
+        "run_id": "r1", "generated_at": "now", "summary": {}, "violation_counts": [], "violations_total": 2,
+        "violations": [violation("a", "mixed", True), violation("b", "fine", False)],
+        "evidence": {}, "expectations": [], "notes": [], "timelines": [],
+        "input_problems": [{"cluster_id": "mixed", "problem": "mixed_modes", "hosts": [0, 1],
+                            "detail": "Redpanda logs (hosts 0) and <KRaft> metadata logs (hosts 1) under one id"}],
+    }
+    page = render(data)
+    banner = page[page.index("id='input-problems'"):page.index("</section>", page.index("id='input-problems'"))]
+    assert page.index("id='tonight'") < page.index("id='input-problems'") < page.index('id="summary"')
+    assert "the violations of mixed are doubtful" in banner and "mixed_modes" in banner
+    assert "&lt;KRaft&gt;" in banner  # escaped like every text from the logs
+    rows = dict(re.findall(r"<tr id='v-(\w+)'>(.*?)</tr>", page, re.S))
+    assert "doubtful" in rows["a"] and "doubtful" not in rows["b"]
+    assert "id='input-problems'" not in render({**data, "input_problems": []})
+
+
 def test_index_of_runs_from_run_summary(report_lake):
     """reports/index.html lists every completed run newest first, this run on top; links only to pages
     that exist (the nights' folders are gone); a run killed after its report is not listed."""

@@ -13,6 +13,7 @@ from epoch_audit.contracts.descriptions import SHARED_COLUMNS, TABLES, column_co
 from epoch_audit.contracts.events import EVENT_SCHEMA
 from epoch_audit.contracts.silver import TIMELINE_SCHEMA
 from epoch_audit.contracts.violations import CHECK_SCHEMA
+from epoch_audit.gold.analysis.input_sanity import INPUT_PROBLEMS_SCHEMA
 from epoch_audit.lake.storage import DeltaRsStorage
 from epoch_audit.lake.tables import GOLD_STATE_TABLE, RUN_SUMMARY_TABLE, VIOLATIONS_TABLE
 from epoch_audit.stages.ingest import ACCOUNTING_SCHEMA, FILES_SCHEMA
@@ -51,6 +52,7 @@ def test_every_table_and_every_column_is_described(spark):
         "gold/daily_invariant_counts": ["date", "cluster_id", "invariant", "severity", "confidence", "count",
                                         "suppressed"],
         "gold/suppressions": _ddl_columns(SUPPRESSIONS_SCHEMA),
+        "gold/input_problems": _ddl_columns(INPUT_PROBLEMS_SCHEMA),
         "state/silver_built": _ddl_columns(STATE_SCHEMA),
         "state/gold_checked": _ddl_columns(STATE_SCHEMA),
         "state/traffic_carry": EVENT_SCHEMA.fieldNames() + ["event_date", "event_class", "own_time",

@@ -230,6 +230,17 @@ TABLES: dict[str, TableDescription] = {
             "status": "active or expired.",
         },
     ),
+    "gold/input_problems": TableDescription(
+        "Per cluster, the reasons to doubt that its input is one cluster's logs (epoch_audit.gold.analysis."
+        "input_sanity): its violations are doubtful while a row names it. Replaced for every checked cluster.",
+        {
+            "problem": "mixed_modes (ZooKeeper, KRaft and Redpanda logs under one cluster id) or "
+                       "conflicting_identity (a host whose lines speak as another broker).",
+            "detail": "What was found, in words.",
+            "hosts": "The hosts involved.",
+            "run_id": "The run that checked the cluster.",
+        },
+    ),
     "state/silver_built": TableDescription(
         "Per cluster, the bronze fingerprint its silver tables were last built from.",
         {"run_id": "The run that built them."},

@@ -21,6 +21,7 @@ RUN_SUMMARY_TABLE = "gold/run_summary"
 DAILY_COUNTS_TABLE = "gold/daily_invariant_counts"
 VALIDATION_RESULTS_TABLE = "gold/validation_results"
 SUPPRESSIONS_TABLE = "gold/suppressions"
+INPUT_PROBLEMS_TABLE = "gold/input_problems"
 SILVER_STATE_TABLE = "state/silver_built"
 GOLD_STATE_TABLE = "state/gold_checked"
 CARRY_TABLE = "state/traffic_carry"
@@ -59,6 +60,7 @@ LAKE_TABLES: tuple[LakeTable, ...] = (
     LakeTable(DAILY_COUNTS_TABLE, (), ()),  # overwritten whole
     LakeTable(VALIDATION_RESULTS_TABLE, (), ("run_id", "table", "expectation")),
     LakeTable(SUPPRESSIONS_TABLE, (), ()),  # overwritten whole when it changes
+    LakeTable(INPUT_PROBLEMS_TABLE, (), ("cluster_id",)),  # replaced per checked cluster
     LakeTable(SILVER_STATE_TABLE, (), ("cluster_id",)),
     LakeTable(GOLD_STATE_TABLE, (), ("cluster_id",)),
     LakeTable(CARRY_TABLE, (PARTITION_COLUMN,), ("cluster_id",)),  # replaced per cluster

@@ -18,7 +18,14 @@ from pyspark.sql import functions as F
 
 from epoch_audit.config import AppConfig
 from epoch_audit.lake.storage import LakeStorage
-from epoch_audit.lake.tables import EVENTS_TABLE, LEDGER_TABLE, RUN_SUMMARY_TABLE, SUPPRESSIONS_TABLE, VIOLATIONS_TABLE
+from epoch_audit.lake.tables import (
+    EVENTS_TABLE,
+    INPUT_PROBLEMS_TABLE,
+    LEDGER_TABLE,
+    RUN_SUMMARY_TABLE,
+    SUPPRESSIONS_TABLE,
+    VIOLATIONS_TABLE,
+)
 from epoch_audit.lake.tables import PARTITION_TIMELINE_TABLE as TIMELINE_TABLE
 from epoch_audit.lake.tables import VALIDATION_RESULTS_TABLE as RESULTS_TABLE
 from epoch_audit.report.runs import current_run, lines_read_by, run_history
@@ -181,6 +188,10 @@ def gather(spark: SparkSession, storage: LakeStorage, config: AppConfig, run_id:
     data["summary"] = summary
 
     data["violations"], data["evidence"], data["timelines"] = [], {}, []
+    data["input_problems"] = (
+        _rows(storage.read(INPUT_PROBLEMS_TABLE).orderBy("cluster_id", "problem", "detail"))
+        if storage.exists(INPUT_PROBLEMS_TABLE) else []
+    )
     data["violation_counts"], data["violations_total"], data["new_counts"], data["suppressed_new"] = [], 0, [], 0
     suppressed_all = 0  # of every severity: the run's summary row counts new violations less these
     if violations is None:
@@ -216,6 +227,10 @@ def gather(spark: SparkSession, storage: LakeStorage, config: AppConfig, run_id:
                 "explanation",
             )
         )
+        if data["input_problems"]:  # a cluster whose input is not one cluster: its violations are doubtful
+            doubtful = {p["cluster_id"] for p in data["input_problems"]}
+            for row in data["violations"]:
+                row["doubtful"] = row["cluster_id"] in doubtful
         if storage.exists(SUPPRESSIONS_TABLE):  # acknowledged violations are listed, marked
             covered = {r["violation_id"]: r for r in _rows(storage.read(SUPPRESSIONS_TABLE).where("status = 'active'"))}
             for row in data["violations"]:

@@ -18,6 +18,7 @@ from epoch_audit.lake.storage import LakeStorage
 from epoch_audit.lake.tables import (
     EVENTS_TABLE,
     GOLD_STATE_TABLE,
+    INPUT_PROBLEMS_TABLE,
     SILVER_STATE_TABLE,
     VIOLATIONS_TABLE,
     silver_table,
@@ -112,6 +113,21 @@ def first_reports(found: DataFrame, known: DataFrame, completed: list[str]) -> D
     )
 
 
+def write_input_problems(
+    spark: SparkSession, storage: LakeStorage, problems: list[dict[str, Any]], clusters: list[str], run_id: str
+) -> None:
+    """Replace the checked ``clusters``' rows of gold/input_problems (no table until a first problem)."""
+    from epoch_audit.gold.analysis.input_sanity import INPUT_PROBLEMS_SCHEMA
+
+    for p in problems:
+        log.warning("input problem in cluster %s (%s): %s", p["cluster_id"], p["problem"], p["detail"])
+    if not problems and not storage.exists(INPUT_PROBLEMS_TABLE):
+        return
+    rows = [(p["cluster_id"], p["problem"], p["detail"], p["hosts"], run_id) for p in problems]
+    df = spark.createDataFrame(rows, INPUT_PROBLEMS_SCHEMA)
+    storage.replace_where(INPUT_PROBLEMS_TABLE, df, "cluster_id", clusters)
+
+
 def run_checks(
     spark: SparkSession, storage: LakeStorage, config: AppConfig, run_id: str
 ) -> tuple[StageResult, DataFrame | None]:
@@ -127,6 +143,7 @@ def run_checks(
     ISR joins the controller refused (INELIGIBLE_REPLICA) are counted per cluster and reason in
     ``rejected_isr_joins`` (the system working, never violations).
     """
+    from epoch_audit.gold.analysis.input_sanity import input_problems
     from epoch_audit.gold.analysis.isr_joins import rejected_isr_joins
 
     if not storage.exists(EVENTS_TABLE):
@@ -136,6 +153,7 @@ def run_checks(
     fps = ledger_fingerprints(storage)
     dirty = stale_clusters(storage, GOLD_STATE_TABLE, fps)[0]
     rejected: list[dict[str, Any]] = []
+    problems: list[dict[str, Any]] = []
     carried: dict[str, Any] = {}
     silver_stale = set(stale_clusters(storage, SILVER_STATE_TABLE, fps)[0]) & set(dirty)
     if silver_stale:
@@ -168,6 +186,8 @@ def run_checks(
         violations = violations.select("run_id", "violation_id", *CHECK_COLUMNS)
         rejected = [r.asDict() for r in rejected_isr_joins(events).orderBy("cluster_id", "reason").collect()]
         storage.replace_where(VIOLATIONS_TABLE, violations, "cluster_id", dirty)
+        problems = [p.to_dict() for p in input_problems(events)]
+        write_input_problems(spark, storage, problems, dirty, run_id)
         mark_built(spark, storage, GOLD_STATE_TABLE, dirty, fps, run_id)
         remove_staging(staging_dir(storage.lake, run_id))
         carried = {"read_from": {c: iso_of(h) for c, h in sorted(horizons.items())}}
@@ -181,7 +201,7 @@ def run_checks(
     if not storage.exists(VIOLATIONS_TABLE):
         detail = {
             "clusters": dirty, "violations": [], "known": 0, "rejected_isr_joins": rejected,
-            "carried_traffic": carried,
+            "carried_traffic": carried, "input_problems": problems,
         }
         suppressions, rows = plan_suppressions(storage, entries, None, {run_id})
         write_suppressions(spark, storage, rows)
@@ -212,7 +232,7 @@ def run_checks(
     new = gold.where(F.col("run_id") == run_id)
     detail = {
         "clusters": dirty, "violations": counts, "known": known, "rejected_isr_joins": rejected,
-        "carried_traffic": carried,
+        "carried_traffic": carried, "input_problems": problems,
     }
     if suppressions:
         detail["suppressions"] = suppressions
