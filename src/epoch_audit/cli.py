@@ -100,7 +100,11 @@ def run_id_argument(value: str) -> str:
 
 def _common(p: argparse.ArgumentParser, needs_input: bool = False) -> None:
     p.add_argument("--lake", required=True, metavar="DIR",
-                   help="lake directory, created if missing (Delta tables live under it)")
+                   help="lake directory, created if missing (Delta tables live under it), or an object "
+                   "store's URI (s3://bucket/prefix)")
+    p.add_argument("--report-dir", default=None, metavar="DIR",
+                   help="write the HTML report and GX Data Docs here (default: the profile's "
+                   "validation.report_dir, else <lake>/reports)")
     p.add_argument("--conf", default=None, metavar="FILE", help="YAML config file (default: the --profile's)")
     p.add_argument("--profile", default="local", metavar="NAME",
                    help="profile in the package's conf/: local (default), cluster, databricks")
@@ -122,7 +126,7 @@ def _common(p: argparse.ArgumentParser, needs_input: bool = False) -> None:
                    "until they expire (default: the profile's checks.suppressions_file)")
     if needs_input:
         p.add_argument("--input", action="append", required=True, metavar="PATH",
-                       help="input file or directory (repeatable)")
+                       help="input file or directory, or an object store's URI (s3://bucket/prefix) (repeatable)")
         p.add_argument("--cluster-id", default=None, metavar="ID",
                        help="cluster id when no cluster=<id> path segment names it")
         window = p.add_mutually_exclusive_group()
@@ -263,6 +267,7 @@ def _previous_stage_seconds(spark: Any, storage: Any, command: str) -> dict[str,
 def _run_pipeline(args: argparse.Namespace, stages: list[str], console: Any = None) -> tuple[int, dict[str, Any]]:
     import datetime as dt
 
+    from epoch_audit import objstore
     from epoch_audit.config import load_config, validate_config
     from epoch_audit.console import RunProgress
     from epoch_audit.lake.storage import crash_point, open_storage
@@ -285,6 +290,8 @@ def _run_pipeline(args: argparse.Namespace, stages: list[str], console: Any = No
         config.maintenance.retention_hours = args.retention_hours
     if getattr(args, "suppressions", None):
         config.checks.suppressions_file = args.suppressions
+    if getattr(args, "report_dir", None):
+        config.validation.report_dir = args.report_dir
     if "check" in stages:  # a bad suppressions file fails here, before Spark starts
         from epoch_audit.gold.registry import REGISTRY
         from epoch_audit.suppressions import load_suppressions
@@ -315,6 +322,10 @@ def _run_pipeline(args: argparse.Namespace, stages: list[str], console: Any = No
 
         extra_conf = {**delta_session_conf(), **extra_conf}
         packages = [config.storage.delta_spark_package]
+    if embedded and objstore.scheme(args.lake) in objstore.S3_SCHEMES:
+        # Spark reads and writes an S3 lake's files through Hadoop's s3a (either engine)
+        extra_conf = {**objstore.spark_s3a_conf(), "spark.jars.excludes": objstore.HADOOP_AWS_EXCLUDES, **extra_conf}
+        packages += list(objstore.HADOOP_AWS_PACKAGES)
     spark = get_spark(
         config.spark.master, config.spark.driver_memory, extra_conf, short_run=short, packages=packages,
         remote=remote,

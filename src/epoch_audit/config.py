@@ -157,6 +157,9 @@ class ValidationConf(_Section):
     report_max_partitions: NonNegativeInt = 50  # partitions with a violation that get a timeline chart
     report_max_evidence: NonNegativeInt = 10  # evidence lines shown per violation in the report
     report_max_timeline_points: NonNegativeInt = 500  # latest decisions drawn per partition chart
+    # where the HTML reports and GX Data Docs go (`--report-dir` wins): a directory or an object
+    # store's URI; null: <lake>/reports (on an object store too)
+    report_dir: str | None = None
 
 
 class AlertsConf(_Section):

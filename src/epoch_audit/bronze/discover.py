@@ -20,6 +20,7 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from epoch_audit import objstore
 from epoch_audit.bronze.gzip_prefix import GzipPrefix
 from epoch_audit.bronze.parsers.file_kinds import base_file_name, copy_time, detect_file_kind
 from epoch_audit.bronze.records import SEASTAR_START
@@ -94,8 +95,10 @@ class ReadTask:
 class Discovered:
     """The regular files found under the inputs, and what was passed over and why."""
 
-    files: list[Path]
+    files: list[Path | str]  # local paths; object-store files as URIs (``s3://bucket/key``)
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (path, reason)
+    # object-store files' modification times (listed with them: no request per file for --since)
+    mtimes: dict[str, float] = field(default_factory=dict)
 
 
 def _is_excluded(name: str) -> bool:
@@ -160,9 +163,13 @@ def discover_inputs(inputs: list[str], log_skipped: bool = True) -> Discovered:
     """Every regular file under ``inputs`` (sorted), skipping lake and simulator side files; FIFOs,
     sockets, devices, symlink loops, unreadable entries and log-named directories are reported
     (and logged, one line each, unless ``log_skipped`` is false)."""
-    found: list[Path] = []
+    found: list[Path | str] = []
     skipped: list[tuple[str, str]] = []
+    mtimes: dict[str, float] = {}
     for raw in inputs:
+        if objstore.is_remote(raw):
+            _walk_store(raw, found, mtimes)
+            continue
         path = Path(raw)
         if not path.exists() and not path.is_symlink():
             raise InputError(f"input path not found: {raw}")
@@ -181,21 +188,48 @@ def discover_inputs(inputs: list[str], log_skipped: bool = True) -> Discovered:
     skipped = sorted(set(skipped))
     for where, reason in skipped if log_skipped else []:
         log.warning("input skipped: %s (%s)", where, reason)
-    return Discovered(sorted(set(found)), skipped)
+    local = sorted({p for p in found if isinstance(p, Path)})  # Path order, as before object stores
+    return Discovered(local + sorted({p for p in found if isinstance(p, str)}), skipped, mtimes)
 
 
-def discover(inputs: list[str]) -> list[Path]:
+def _walk_store(uri: str, found: list[Path | str], mtimes: dict[str, float]) -> None:
+    """The objects under an object-store input (one request per thousand keys), skipping what
+    ``_walk`` skips: hidden and ``_delta_log`` prefixes and side files. An object store has no
+    FIFOs, links or permission bits per object: only a store that cannot be read is an error."""
+    problem = objstore.check_reachable(uri)
+    if problem is not None:
+        raise InputError(f"input path {uri}: {problem}")
+    try:
+        entry = objstore.info(uri)
+        listed = objstore.list_files(uri) if entry.type != objstore.pafs.FileType.File else [
+            (uri, entry.size or 0, entry.mtime.timestamp() if entry.mtime else 0.0)
+        ]
+    except OSError as err:
+        raise InputError(f"input path {uri}: {objstore.reason(err)}") from None
+    if not listed:
+        raise InputError(f"input path not found: {uri} (no object under it)")
+    base = uri.rstrip("/")
+    for where, _size, mtime in listed:
+        below = where[len(base):].strip("/").split("/") if where != uri else [objstore.name(where)]
+        if any(part == "_delta_log" or part.startswith(".") for part in below[:-1]) or _is_excluded(below[-1]):
+            continue
+        found.append(where)
+        mtimes[where] = mtime
+
+
+def discover(inputs: list[str]) -> list[Path | str]:
     """Every regular file under ``inputs`` (sorted), skipping lake and simulator side files (the
     path check before a run: what it skips is logged by the ingest's own discovery)."""
     return discover_inputs(inputs, log_skipped=False).files
 
 
-def _open(path: Path, compressed: bool):
-    return GzipPrefix(path) if compressed else open(path, "rb")  # noqa: SIM115 - callers use `with`
+def _open(path: Path | str, compressed: bool):
+    """A local path or an object-store URI, opened for reading (decompressed when ``compressed``)."""
+    return GzipPrefix(str(path)) if compressed else objstore.open_input(str(path))
 
 
-def _is_gzip(path: Path) -> bool:
-    with open(path, "rb") as fh:
+def _is_gzip(path: Path | str) -> bool:
+    with objstore.open_input(str(path)) as fh:
         return fh.read(2) == b"\x1f\x8b"
 
 
@@ -209,7 +243,7 @@ class _Scan:
     problem: str | None
 
 
-def _scan(path: Path, compressed: bool) -> _Scan:
+def _scan(path: Path | str, compressed: bool) -> _Scan:
     """Hash a file's (decompressed) bytes, keep its head, and note where its last newline ends."""
     digest = hashlib.sha256()
     size = 0
@@ -235,7 +269,7 @@ def _scan(path: Path, compressed: bool) -> _Scan:
     return _Scan(digest.hexdigest(), size, head, lines_end, lines_end_digest.hexdigest(), problem)
 
 
-def _prefix_sha(path: Path, compressed: bool, length: int) -> str:
+def _prefix_sha(path: Path | str, compressed: bool, length: int) -> str:
     digest = hashlib.sha256()
     remaining = length
     with _open(path, compressed) as fh:
@@ -295,9 +329,10 @@ def log_kind(stream: str, head: str) -> str:
     return "server" if any(line.startswith("[") for line in first_lines) else "log"
 
 
-def describe(path: Path, config: AppConfig) -> InputFile:
-    """Name one file: cluster, host, stream, order, format, content hash and identity."""
-    posix = path.as_posix()
+def describe(path: Path | str, config: AppConfig) -> InputFile:
+    """Name one file (a local path or an object-store URI): cluster, host, stream, order, format,
+    content hash and identity."""
+    posix = path.as_posix() if isinstance(path, Path) else path
     cluster_match = re.search(config.ingest.cluster_pattern, posix)
     cluster_id = cluster_match.group(1) if cluster_match else config.ingest.cluster_id
     if not cluster_id:
@@ -313,7 +348,7 @@ def describe(path: Path, config: AppConfig) -> InputFile:
     scan = _scan(path, compressed)
     content_sha, size, head = scan.sha256, scan.size, scan.head
     head_text = head.decode("utf-8", errors="replace")
-    name = path.name
+    name = path.name if isinstance(path, Path) else objstore.name(path)
     stream, order = stream_order(name)
     kind = detect_file_kind(name, head_text) or log_kind(stream, head_text)
     first_line = head.split(b"\n", 1)[0]
@@ -375,7 +410,7 @@ def plan_reads(files: list[InputFile], consumed: dict[str, dict]) -> FilePlan:
         start_byte, start_line = 0, 1
         if before is not None:
             same_prefix = before["consumed_bytes"] <= chosen.size_bytes and _prefix_sha(
-                Path(chosen.source_file), chosen.compressed, before["consumed_bytes"]
+                chosen.source_file, chosen.compressed, before["consumed_bytes"]
             ) == before["prefix_sha256"]
             if not same_prefix:
                 log.warning("%s: content differs from what was ingested for it before", chosen.source_file)
@@ -405,8 +440,12 @@ def plan_reads(files: list[InputFile], consumed: dict[str, dict]) -> FilePlan:
     return FilePlan(tasks=tasks, files=files, skipped=skipped)
 
 
-def in_window(path: Path, window: tuple[float | None, float | None]) -> bool:
-    """Whether the file's modification time lies in ``window`` ([start, end), epoch seconds)."""
+def in_window(
+    path: Path | str, window: tuple[float | None, float | None], mtime: float | None = None
+) -> bool:
+    """Whether the file's modification time (``mtime``, else asked of the file) lies in ``window``
+    ([start, end), epoch seconds)."""
     start, end = window
-    mtime = path.stat().st_mtime
+    if mtime is None:
+        mtime = path.stat().st_mtime if isinstance(path, Path) else objstore.info(path).mtime.timestamp()
     return (start is None or mtime >= start) and (end is None or mtime < end)

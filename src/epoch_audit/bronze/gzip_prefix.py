@@ -11,6 +11,8 @@ from __future__ import annotations
 import zlib
 from pathlib import Path
 
+from epoch_audit import objstore
+
 GZIP_MAGIC = b"\x1f\x8b"
 _PIECE = 64 << 10  # compressed bytes fed at a time: bounds the output of one step (ratio <= ~1032)
 _SMALL_PIECE = 512  # after a zlib error the piece is re-fed in these steps, keeping what precedes the bad byte
@@ -20,7 +22,8 @@ class GzipPrefix:
     """Decompressed bytes of a (possibly multi-member) gzip file, up to where it stops decompressing."""
 
     def __init__(self, path: str | Path) -> None:
-        self._fh = open(path, "rb")  # noqa: SIM115 - closed by close() / the context manager
+        # a local path or an object-store URI (read through pyarrow.fs)
+        self._fh = objstore.open_input(str(path))
         self._inflater = zlib.decompressobj(wbits=31)
         self._pending = bytearray()
         self._fed = 0  # compressed bytes fed to the inflater so far

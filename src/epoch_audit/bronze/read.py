@@ -9,6 +9,7 @@ from typing import BinaryIO
 
 from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
 
+from epoch_audit import objstore
 from epoch_audit.bronze.gzip_prefix import GzipPrefix
 
 # Where a line comes from: carried on every task and every line row.
@@ -97,7 +98,8 @@ def _open(path: str, compressed: bool) -> BinaryIO | GzipPrefix:
     and no later run would read them. On a cluster that is an input the executors do not see at
     the driver's path (not on a shared filesystem), or a file removed since the run planned it."""
     try:
-        return GzipPrefix(path) if compressed else open(path, "rb")  # noqa: SIM115 - closed by the caller's `with`
+        # a local path or an object-store URI (pyarrow.fs: a seekable file, read by byte range)
+        return GzipPrefix(path) if compressed else objstore.open_input(path)
     except OSError as err:
         raise InputUnreadableError(
             f"executor on host {socket.gethostname()} cannot open input file {path}: {err.strerror or err} "

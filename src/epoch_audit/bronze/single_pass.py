@@ -24,6 +24,7 @@ import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import ArrayType, DateType, LongType, StringType, StructField, StructType, TimestampType
 
+from epoch_audit import objstore
 from epoch_audit.bronze.accounting import QUARANTINE_TEXT_CHARS, line_problem, orphan_status, outcome_status
 from epoch_audit.bronze.discover import ReadTask
 from epoch_audit.bronze.families import line_family, record_family
@@ -343,7 +344,8 @@ def task_bins(
         loads[lightest] += t.end_byte - t.start_byte
         bins[lightest].append((
             t.file_id, t.source_file, t.file_name, t.cluster_id, t.host_id, t.file_order, t.log_kind,
-            os.path.abspath(t.source_file),  # resolved here: executors run in their own working directories
+            # resolved here: executors run in their own working directories (a URI is absolute)
+            t.source_file if objstore.is_remote(t.source_file) else os.path.abspath(t.source_file),
             "true" if t.compressed else "false", t.start_byte, t.start_line, t.end_byte,
             config.ingest.max_line_chars, config.ingest.batch_lines, t.read_problem, seeds.get(t.file_id),
         ))

@@ -35,6 +35,7 @@ from pyspark.sql.types import (
     StructType,
 )
 
+from epoch_audit import objstore
 from epoch_audit.lake.descriptions import describe_delta_rs, described_schema, table_description_text
 from epoch_audit.lake.engine_base import (
     StorageError,
@@ -48,7 +49,10 @@ from epoch_audit.lake.tables import partition_columns_for
 
 @dataclass
 class DeltaRsStorage:
-    """Delta through delta-rs: Spark writes Parquet, deltalake commits the files."""
+    """Delta through delta-rs: Spark writes Parquet, deltalake commits the files. On an object
+    store (``s3://``...) Spark reaches the files through Hadoop's filesystem for that scheme, the
+    driver lists, moves and reads footers through ``pyarrow.fs`` and deltalake commits with
+    ``storage_options`` (where the store is; credentials stay in the environment)."""
 
     spark: SparkSession
     lake: str
@@ -56,10 +60,18 @@ class DeltaRsStorage:
     # tables whose description and comments this process has checked: one look per table
     described: set[str] = dataclass_field(default_factory=set, repr=False, compare=False)
 
+    def __post_init__(self) -> None:
+        self.remote = objstore.is_remote(self.lake)
+        self.options = objstore.delta_storage_options(self.lake)
+
     def path(self, table: str) -> str:
-        return str(Path(self.lake) / table)
+        return objstore.join(self.lake, table) if self.remote else str(Path(self.lake) / table)
 
     def exists(self, table: str) -> bool:
+        if self.remote:
+            from deltalake import DeltaTable
+
+            return DeltaTable.is_deltatable(self.path(table), self.options)
         return (Path(self.path(table)) / "_delta_log").is_dir()
 
     def _table(self, table: str, version: int | None = None):
@@ -67,7 +79,7 @@ class DeltaRsStorage:
 
         if not self.exists(table):
             raise StorageError(f"table {table} does not exist in lake {self.lake}")
-        return DeltaTable(self.path(table), version=version)
+        return DeltaTable(self.path(table), version=version, storage_options=self.options)
 
     def spark_schema(self, table: str, version: int | None = None) -> StructType:
         from pyspark.sql.pandas.types import from_arrow_schema
@@ -105,7 +117,7 @@ class DeltaRsStorage:
         if not files:
             empty = self.spark.createDataFrame([], schema)
             return empty.withColumn("_file", F.lit(None).cast("string")) if keep_file else empty
-        table_dir = os.path.abspath(self.path(table))
+        table_dir = self._dir(table)
         hive = [f for f in files if _in_hive_layout(_norm_uri(f[0]), table_dir, part_cols)] if (
             part_cols and HIVE_LAYOUT_READS) else []
         if hive:
@@ -213,17 +225,22 @@ class DeltaRsStorage:
         files = [(u, v) for u, _, v in self._files(dt) if keep(v)]
         return self._read_files(table, dt, files).where(rows)
 
+    def _dir(self, table: str) -> str:
+        """The table's directory as Spark names its files: absolute, or the store's URI."""
+        return self.path(table) if self.remote else os.path.abspath(self.path(table))
+
     # -- writing -------------------------------------------------------------------------------
     def _write_files(self, table: str, df: DataFrame, part_cols: list[str]) -> tuple[list, pa.Schema]:
-        """Executors write Parquet into the table dir; return add actions and the Arrow schema."""
+        """Executors write Parquet into the table dir; return add actions and the Arrow schema.
+        Listing, moving and footers go through :mod:`epoch_audit.objstore` (a path or a store)."""
         from urllib.parse import unquote
 
         from deltalake.transaction import AddAction
         from pyspark.sql.pandas.types import to_arrow_schema
 
-        table_dir = Path(self.path(table))
+        table_dir = self._dir(table)
         write_dir = f"part-{time.strftime('%Y%m%d%H%M%S')}-{uuid.uuid4().hex[:12]}"
-        target = table_dir / write_dir
+        target = objstore.join(table_dir, write_dir)
         # Delta (and delta-rs) read microsecond timestamps; Spark's default INT96 would need the
         # timestampNanos reader feature. Set per session: spark-submit sessions keep their defaults.
         self.spark.conf.set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
@@ -231,14 +248,14 @@ class DeltaRsStorage:
         writer = df.write.mode("error").option("compression", "snappy")
         if part_cols:
             writer = writer.partitionBy(*part_cols)
-        writer.parquet(str(target))
+        writer.parquet(target)
         adds = []
         file_schema: pa.Schema | None = None
-        for written in sorted(p for p in target.rglob("*") if p.is_file()):
-            if not written.name.endswith(".parquet"):
-                written.unlink()  # _SUCCESS and .crc side files are not table data
+        for written, size, mtime in objstore.list_files(target):
+            if not written.endswith(".parquet"):
+                objstore.delete_file(written)  # _SUCCESS and .crc side files are not table data
                 continue
-            segments = written.relative_to(target).parts[:-1]
+            segments = written[len(target):].strip("/").split("/")[:-1]
             values: dict[str, str | None] = {}
             for segment in segments:
                 key, _, raw = segment.partition("=")
@@ -249,29 +266,26 @@ class DeltaRsStorage:
                 # of the table then sits under one base path, and a read lets Spark take the
                 # partition values from the directories (pruning, no join). Uncommitted until the
                 # commit below, so a crash leaves only files no Delta log names.
-                full = table_dir.joinpath(*segments) / f"{write_dir}-{written.name}"
-                full.parent.mkdir(parents=True, exist_ok=True)
-                written.rename(full)
-            rel = full.relative_to(table_dir).as_posix()
-            meta = pq.read_metadata(full)
+                full = objstore.join(table_dir, *segments, f"{write_dir}-{objstore.name(written)}")
+                objstore.move(written, full)
+            rel = full[len(table_dir):].lstrip("/")
+            with objstore.open_input(full) as fh:
+                meta = pq.read_metadata(fh)
             if file_schema is None or file_schema.names == []:
                 file_schema = meta.schema.to_arrow_schema()
-            stat = full.stat()
             adds.append(
                 AddAction(
                     path=rel,
-                    size=stat.st_size,
+                    size=size,
                     partition_values=values,
-                    modification_time=int(stat.st_mtime * 1000),
+                    modification_time=int(mtime * 1000),
                     data_change=True,
                     stats=file_stats(meta),
                 )
             )
         if part_cols:
             if HIVE_LAYOUT_WRITES:
-                import shutil
-
-                shutil.rmtree(target, ignore_errors=True)  # the emptied write directory
+                objstore.delete_dir(target)  # the emptied write directory
             # Partition columns are not in the files: the table schema is the DataFrame's.
             # An empty partitioned write leaves no file at all: nothing to add then.
             schema = to_arrow_schema(df.schema)
@@ -291,10 +305,10 @@ class DeltaRsStorage:
             create_table_with_add_actions(
                 self.path(table), Schema.from_arrow(described_schema(table, schema)),
                 [a for a in actions if hasattr(a, "stats")], mode="error", partition_by=part_cols or None,
-                description=table_description_text(table),
+                description=table_description_text(table), storage_options=self.options,
             )
         else:
-            DeltaTable(self.path(table)).create_write_transaction(
+            DeltaTable(self.path(table), storage_options=self.options).create_write_transaction(
                 actions, mode, schema, partition_by=part_cols or None
             )
         crash_point(f"committed:{table}")
@@ -414,14 +428,14 @@ class DeltaRsStorage:
         """
         from deltalake import DeltaTable
 
-        path = self.path(table)
-        before = len(DeltaTable(path).file_uris())
-        compacted = DeltaTable(path).optimize.compact()
-        table_now = DeltaTable(path)
+        path, options = self.path(table), self.options
+        before = len(DeltaTable(path, storage_options=options).file_uris())
+        compacted = DeltaTable(path, storage_options=options).optimize.compact()
+        table_now = DeltaTable(path, storage_options=options)
         # enforce_retention_duration: the table's own minimum (a week by default) would refuse the
         # retention the user chose; the lock is what makes a short one safe here.
         deleted = table_now.vacuum(retention_hours=retention_hours, dry_run=False, enforce_retention_duration=False)
-        table_now = DeltaTable(path)
+        table_now = DeltaTable(path, storage_options=options)
         table_now.create_checkpoint()
         table_now.cleanup_metadata()
         return {
@@ -522,6 +536,9 @@ def _norm_uri(uri: str) -> str:
     qualifies them. See ``_norm_uri_col`` for the same in Spark."""
     from urllib.parse import unquote, urlparse
 
+    if objstore.is_remote(uri):  # an object store's URI: the bucket is part of the name
+        parsed = urlparse(uri)
+        return f"{parsed.scheme}://{parsed.netloc}{os.path.normpath(unquote(parsed.path))}"
     if _URI_SCHEME.match(uri):
         return os.path.normpath(unquote(urlparse(uri).path))
     return os.path.abspath(uri)

@@ -7,6 +7,12 @@ over, when its holder is on this host and its pid is gone (a killed run: the re-
 once), or when its lease expired (a holder on another host that stopped renewing). Taking over is
 atomic: the stale file is renamed away first, and only the run whose rename succeeded creates the
 new lock, so two runs that both see a stale lock never both proceed.
+
+On an object store (``s3://`` ...) the lock is the object ``<lake>/_epoch_audit.lock``, read and
+written through ``pyarrow.fs``, which offers no create-if-absent: a run writes its record, waits
+for a concurrent writer's record to land, and proceeds only if the object then holds its own
+token (the store's last write wins, and both runs read the same winner). A second run started
+while one holds the lake is refused as on a disk.
 """
 
 from __future__ import annotations
@@ -16,14 +22,18 @@ import json
 import os
 import socket
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from epoch_audit import objstore
+
 LOCK_NAME = "_epoch_audit.lock"
 LEASE_SECONDS = 600
 RENEW_SECONDS = 60
+STORE_SETTLE_SECONDS = 1.0  # object-store lock: how long a written record is left to be overwritten
 
 
 class LakeBusyError(RuntimeError):
@@ -44,16 +54,26 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def _read(path: Path) -> dict | None:
+def _read(path: Path | str) -> dict | None:
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        raw = path.read_text(encoding="utf-8") if isinstance(path, Path) else objstore.read_bytes(path).decode()
+        return json.loads(raw)
     except FileNotFoundError:
         return None
     except (OSError, ValueError):
         return {}  # unreadable or half-written: judged by its age below
 
 
-def is_stale(holder: dict, path: Path, now: dt.datetime | None = None) -> bool:
+def _mtime(path: Path | str) -> float:
+    if isinstance(path, Path):
+        return path.stat().st_mtime
+    found = objstore.info(path)
+    if found.type == objstore.pafs.FileType.NotFound:
+        raise FileNotFoundError(path)
+    return found.mtime.timestamp() if found.mtime else 0.0
+
+
+def is_stale(holder: dict, path: Path | str, now: dt.datetime | None = None) -> bool:
     """A holder on this host whose process is gone, or any holder whose lease has expired."""
     now = now or _now()
     if holder.get("host") == socket.gethostname() and isinstance(holder.get("pid"), int):
@@ -64,7 +84,7 @@ def is_stale(holder: dict, path: Path, now: dt.datetime | None = None) -> bool:
     except (KeyError, TypeError, ValueError):
         # no readable lease: a file older than one lease is abandoned
         try:
-            age = now.timestamp() - path.stat().st_mtime
+            age = now.timestamp() - _mtime(path)
         except FileNotFoundError:
             return True
         return age > LEASE_SECONDS
@@ -88,17 +108,38 @@ def _create(path: Path, record: dict) -> bool:
     return True
 
 
-def acquire(lake: str, command: str) -> dict:
-    """Take the lake's lock or raise LakeBusyError naming the holder. Returns this run's lock record."""
-    root = Path(lake)
-    root.mkdir(parents=True, exist_ok=True)
-    path = root / LOCK_NAME
+def _record(command: str) -> dict:
     now = _now()
-    record = {
+    return {
         "host": socket.gethostname(), "pid": os.getpid(), "started_at": now.isoformat(timespec="seconds"),
         "command": command, "token": uuid.uuid4().hex,
         "lease_until": (now + dt.timedelta(seconds=LEASE_SECONDS)).isoformat(),
     }
+
+
+def _acquire_on_store(lake: str, command: str) -> dict:
+    """The object-store lock (see the module docstring): write, let it settle, read back."""
+    uri = objstore.join(lake, LOCK_NAME)
+    record = _record(command)
+    for _ in range(3):
+        holder = _read(uri)
+        if holder is not None and holder.get("token") != record["token"] and not is_stale(holder, uri):
+            raise LakeBusyError(f"lake {lake} is held by another run: {describe(holder)}; lock object {uri}")
+        objstore.write_bytes(uri, json.dumps(record).encode())
+        time.sleep(STORE_SETTLE_SECONDS)
+        if (_read(uri) or {}).get("token") == record["token"]:
+            return record
+    raise LakeBusyError(f"lake {lake}: could not take the lock object {uri}")
+
+
+def acquire(lake: str, command: str) -> dict:
+    """Take the lake's lock or raise LakeBusyError naming the holder. Returns this run's lock record."""
+    if objstore.is_remote(lake):
+        return _acquire_on_store(lake, command)
+    root = Path(lake)
+    root.mkdir(parents=True, exist_ok=True)
+    path = root / LOCK_NAME
+    record = _record(command)
     for _ in range(3):
         if _create(path, record):
             return record
@@ -116,35 +157,47 @@ def acquire(lake: str, command: str) -> dict:
     raise LakeBusyError(f"lake {lake}: could not take the lock file {path}")
 
 
-def _renew(path: Path, record: dict, stop: threading.Event) -> None:
+def _renew(path: Path | str, record: dict, stop: threading.Event) -> None:
     while not stop.wait(RENEW_SECONDS):
         current = _read(path)
         if not current or current.get("token") != record["token"]:
             return  # taken over: nothing of ours to renew
         renewed = dict(record, lease_until=(_now() + dt.timedelta(seconds=LEASE_SECONDS)).isoformat())
+        if isinstance(path, str):  # an object: one PUT replaces it whole
+            objstore.write_bytes(path, json.dumps(renewed).encode())
+            continue
         tmp = path.with_name(f"{LOCK_NAME}.renew-{record['token']}")
         tmp.write_text(json.dumps(renewed), encoding="utf-8")
         os.replace(tmp, path)
 
 
+def _lock_path(lake: str) -> Path | str:
+    return objstore.join(lake, LOCK_NAME) if objstore.is_remote(lake) else Path(lake) / LOCK_NAME
+
+
 def release(lake: str, record: dict) -> None:
-    path = Path(lake) / LOCK_NAME
+    path = _lock_path(lake)
     current = _read(path)
     if current and current.get("token") == record["token"]:
-        path.unlink(missing_ok=True)
+        if isinstance(path, str):
+            objstore.delete_file(path)
+        else:
+            path.unlink(missing_ok=True)
 
 
 @contextmanager
 def lake_lock(lake: str, command: str) -> Iterator[dict]:
-    """Hold the lake for the body; object-store lakes (``s3://`` ...) are not locked here."""
-    if "://" in lake and not lake.startswith("file://"):
+    """Hold the lake (a path, or an S3 URI) for the body. Other stores (``gs://``, ``abfss://``,
+    ``dbfs:/``) are not locked here: their credentials are often the Spark session's, not the
+    environment's that ``pyarrow.fs`` reads, so only one run at a time must be scheduled there."""
+    if objstore.is_remote(lake) and objstore.scheme(lake) not in objstore.S3_SCHEMES:
         yield {}
         return
     lake = lake.removeprefix("file://")
     record = acquire(lake, command)
     stop = threading.Event()
     renewer = threading.Thread(
-        target=_renew, args=(Path(lake) / LOCK_NAME, record, stop), name="lake-lock-lease", daemon=True
+        target=_renew, args=(_lock_path(lake), record, stop), name="lake-lock-lease", daemon=True
     )
     renewer.start()
     try:

@@ -1,10 +1,10 @@
 """The lake path checked before Spark starts: a lake that cannot be written fails in a second with
 the path and the reason (exit 2), not half a minute later as a Java stack trace (exit 1 = retry).
 
-Only local lakes (a path or ``file://``) are checked here; object stores are checked by their first
-write. As root, permission bits do not stop a write, so writability is tried, not asked
-(``os.access``): a probe file is created and removed in the lake and in every layer and table
-directory a run writes into.
+Local lakes (a path or ``file://``) are checked here, and S3 lakes (endpoint, bucket, a probe
+object); other object stores are checked by their first write. As root, permission bits do not
+stop a write, so writability is tried, not asked (``os.access``): a probe file is created and
+removed in the lake and in every layer and table directory a run writes into.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import re
 import uuid
 from pathlib import Path
 
+from epoch_audit import objstore
 from epoch_audit.errors import LakePathError
 
 PROBE_PREFIX = ".epoch-audit-probe-"
@@ -69,6 +70,7 @@ def check_lake_path(lake: str) -> None:
     if not lake.strip():
         raise LakePathError(lake, "empty path")
     if not is_local(lake):
+        _check_store(lake)
         return
     root = local_path(lake)
     try:
@@ -91,6 +93,23 @@ def check_lake_path(lake: str) -> None:
         raise LakePathError(lake, f"cannot list the lake: {_reason(err)}") from None
     for directory in directories:
         _probe(directory, lake)
+
+
+def _check_store(lake: str) -> None:
+    """An S3 lake: the endpoint answers, the bucket exists and a probe object can be written and
+    removed (credentials, policy), in seconds and before Spark starts. Other stores are checked by
+    their first write (their credentials may be the Spark session's only)."""
+    if objstore.scheme(lake) not in objstore.S3_SCHEMES:
+        return
+    problem = objstore.check_reachable(lake)
+    if problem is not None:
+        raise LakePathError(lake, problem)
+    probe = objstore.join(lake, f"{PROBE_PREFIX}{os.getpid()}-{uuid.uuid4().hex[:8]}")
+    try:
+        objstore.write_bytes(probe, b"")
+        objstore.delete_file(probe)
+    except OSError as err:
+        raise LakePathError(lake, f"not writable: {objstore.reason(err)}") from None
 
 
 def require_tables(lake: str) -> None:

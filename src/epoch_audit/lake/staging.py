@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import shutil
 
+from epoch_audit import objstore
+
 
 def staging_dir(lake: str, run_id: str | None = None) -> str:
     """``<lake>/_staging`` (every run's scratch space), or one run's ``<lake>/_staging/<run_id>``."""
@@ -13,6 +15,12 @@ def staging_dir(lake: str, run_id: str | None = None) -> str:
 
 
 def remove_staging(staging: str) -> None:
-    """Staged Parquet is scratch space; local lakes clean it up (object stores: lifecycle rules)."""
-    if "://" not in staging or staging.startswith("file:"):
-        shutil.rmtree(staging.removeprefix("file:"), ignore_errors=True)
+    """Staged Parquet is scratch space, removed once read (an object store's too: every object
+    under the prefix)."""
+    if objstore.is_remote(staging):
+        try:
+            objstore.delete_dir(staging)
+        except OSError:  # scratch space: the next run removes it again
+            pass
+        return
+    shutil.rmtree(staging.removeprefix("file:"), ignore_errors=True)

@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 from pathlib import Path
 from typing import Any
 
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
+from epoch_audit import objstore
 from epoch_audit.config import AppConfig
 from epoch_audit.lake.storage import LakeStorage
 from epoch_audit.lake.tables import DAILY_COUNTS_TABLE, SUPPRESSIONS_TABLE, VIOLATIONS_TABLE
@@ -30,13 +30,21 @@ from epoch_audit.stages.base import StageResult
 log = logging.getLogger(__name__)
 
 
-def _write_whole(path: Path, text: str) -> None:
+def _write_whole(path: Path | str, text: str) -> None:
     """Write ``text`` to a temporary file beside ``path``, then rename it: a run killed while writing
-    never leaves a cut page (the index is overwritten by every run)."""
+    never leaves a cut page (the index is overwritten by every run). On an object store one PUT
+    does the same: an object is only ever seen whole."""
+    if isinstance(path, str):
+        objstore.write_bytes(path, text.encode("utf-8"))
+        return
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
     partial.write_text(text, encoding="utf-8")
     partial.replace(path)
+
+
+def _under(reports: Path | str, *parts: str) -> Path | str:
+    return objstore.join(reports, *parts) if isinstance(reports, str) else reports.joinpath(*parts)
 
 
 def run_report(spark: SparkSession, storage: LakeStorage, config: AppConfig, run_id: str,
@@ -53,19 +61,20 @@ def run_report(spark: SparkSession, storage: LakeStorage, config: AppConfig, run
         )
         storage.overwrite(DAILY_COUNTS_TABLE, daily_invariant_counts(storage.read(VIOLATIONS_TABLE), active))
         detail["daily_invariant_counts"] = DAILY_COUNTS_TABLE
-    if re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*://", storage.lake) and not storage.lake.startswith("file://"):
-        detail["report"] = None
-        detail["note"] = "the lake is not a local directory: no HTML report written"
-        return StageResult("report", "ran", detail)
     data = gather(spark, storage, config, run_id, ingested=ingested)
-    reports = Path(storage.lake.removeprefix("file://")) / "reports"
-    out = reports / anchor(run_id) / "index.html"
+    # <lake>/reports (on the lake's object store too), unless validation.report_dir / --report-dir
+    root = objstore.reports_root(storage.lake, config.validation.report_dir)
+    reports: Path | str = root if objstore.is_remote(root) else Path(root)
+    out, index = _under(reports, anchor(run_id), "index.html"), _under(reports, "index.html")
     # Links only to pages that exist: runs of commands without a report (ingest, validate), runs
-    # whose folder was deleted.
+    # whose folder was deleted. On a store: one listing of the run folders, not a request per run.
+    pages = objstore.dir_names(root) if isinstance(reports, str) else None
     for run in data["runs"]:
-        run["has_report"] = run["run_id"] == run_id or (reports / anchor(run["run_id"]) / "index.html").is_file()
+        run["has_report"] = run["run_id"] == run_id or (
+            anchor(run["run_id"]) in pages if pages is not None
+            else (reports / anchor(run["run_id"]) / "index.html").is_file()
+        )
     _write_whole(out, render(data))
-    index = reports / "index.html"
     _write_whole(index, render_index(data["runs"], data["generated_at"]))
     log.info("report: %s", out)
     detail.update(

@@ -41,6 +41,7 @@ from epoch_audit.bronze.discover import describe, discover_inputs, in_window, pl
 from epoch_audit.bronze.own_time import layout_columns, with_bronze_layout
 from epoch_audit.bronze.single_pass import COUNT_COLUMNS, pass_rows
 from epoch_audit.config import AppConfig
+from epoch_audit.lake.staging import remove_staging, staging_dir
 from epoch_audit.lake.storage import LakeStorage
 
 log = logging.getLogger(__name__)
@@ -129,12 +130,12 @@ def ingest(
     """
     timer = StepTimer()
     # Scratch space of runs that were killed: never read again (each run stages under its own id).
-    _remove_staging(f"{storage.lake.rstrip('/')}/_staging")
+    remove_staging(staging_dir(storage.lake))
     found = discover_inputs(inputs)
     paths, skipped_inputs = found.files, list(found.skipped)
     outside = 0
     if window != (None, None):
-        kept = [p for p in paths if in_window(p, window)]
+        kept = [p for p in paths if in_window(p, window, found.mtimes.get(str(p)))]
         outside, paths = len(paths) - len(kept), kept
     files = []
     for path in paths:
@@ -142,7 +143,7 @@ def ingest(
             files.append(describe(path, config))
         except OSError as err:  # vanished or became unreadable since discovery
             log.warning("input skipped: %s (unreadable: %s)", path, err.strerror or err)
-            skipped_inputs.append((path.as_posix(), f"unreadable ({err.strerror or err})"))
+            skipped_inputs.append((str(path), f"unreadable ({err.strerror or err})"))
     skipped_summary = {
         "skipped_inputs": _reason_counts(reason for _, reason in skipped_inputs),
         "skipped_input_paths": [
@@ -160,7 +161,7 @@ def ingest(
         return IngestResult(len(files), 0, skipped_counts, 0, 0, 0, 0, timer.seconds, **skipped_summary)
 
     # One pass, staged once: the events, quarantined lines and per-file counts are read from it.
-    staging = f"{storage.lake.rstrip('/')}/_staging/{run_id}"
+    staging = staging_dir(storage.lake, run_id)
     seeds = {t.file_id: consumed[t.file_id]["max_event_micros"] for t in plan.tasks if t.file_id in consumed}
     pass_rows(spark, plan.tasks, config, seeds).write.mode("overwrite").parquet(f"{staging}/pass")
     staged = spark.read.parquet(f"{staging}/pass")
@@ -222,7 +223,7 @@ def ingest(
     # Written last: it is what the next run trusts as "already consumed".
     _upgrade_files_table(storage)
     storage.upsert(FILES_TABLE, spark.createDataFrame(file_rows, FILES_SCHEMA), ["file_id"])
-    _remove_staging(staging)
+    remove_staging(staging)
     timer.lap("accounting")
 
     totals = {
@@ -316,11 +317,3 @@ def _upgrade_files_table(storage: LakeStorage) -> None:
 def accounting_rows_dicts(rows: list[tuple]) -> list[dict]:
     names = [f.name for f in ACCOUNTING_SCHEMA.fields]
     return [dict(zip(names, r, strict=True)) for r in rows]
-
-
-def _remove_staging(staging: str) -> None:
-    """Staged Parquet is scratch space; local lakes clean it up (object stores: lifecycle rules)."""
-    import shutil
-
-    if "://" not in staging or staging.startswith("file:"):
-        shutil.rmtree(staging.removeprefix("file:"), ignore_errors=True)

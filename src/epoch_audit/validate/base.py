@@ -48,6 +48,8 @@ class ValidationSettings:
     # True for a run that ingested: data expectations read only what this run wrote (its bronze
     # chunks, the clusters it rebuilt), so one old bad row never fails every later night.
     this_run_only: bool = False
+    # where the GX project and its Data Docs live: <lake>/reports unless the config names a place
+    report_dir: str | None = None
 
     @classmethod
     def from_config(cls, validation: Any, run_id: str, now: datetime | None = None) -> ValidationSettings:
@@ -59,6 +61,7 @@ class ValidationSettings:
             max_quarantine_rate=float(validation.max_quarantine_rate),
             min_lines_for_quarantine_rate=int(getattr(validation, "min_lines_for_quarantine_rate", 1000)),
             unexpected_sample_size=int(validation.unexpected_sample_size),
+            report_dir=getattr(validation, "report_dir", None),
             event_time_min=parse_utc(getattr(validation, "event_time_min", "2010-01-01")),
             event_time_max=now + timedelta(hours=int(getattr(validation, "event_time_max_ahead_hours", 24))),
             silent_before=(now - timedelta(hours=silence)) if (silence := int(getattr(validation, "silence_hours", 26)))

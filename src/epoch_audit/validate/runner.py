@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import json
 import logging
-import re
+import shutil
+import tempfile
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -31,6 +32,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from epoch_audit import objstore
 from epoch_audit.validate import bronze, gold, silver
 from epoch_audit.validate.base import VIEW_NAMES, ExpectNoOffendingRows, TableSuite, ValidationSettings
 from epoch_audit.validate.engine import BundledSparkEngine, install
@@ -170,38 +172,29 @@ def skipped_row(
     }
 
 
-def _local_dir(lake: str) -> Path | None:
-    """The lake as a local directory, or None for remote URIs (no Data Docs / report there)."""
-    if re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*://", lake) and not lake.startswith("file://"):
-        return None
-    return Path(lake.removeprefix("file://"))
-
-
 class GxProject:
     """The GX file context of a lake, its Spark datasource and its Data Docs site."""
 
-    def __init__(self, lake_dir: Path) -> None:
+    def __init__(self, reports: Path) -> None:
         import great_expectations as gx
         from great_expectations.data_context.types.base import ProgressBarsConfig
 
-        reports = lake_dir / "reports"
         reports.mkdir(parents=True, exist_ok=True)
         self.docs_dir = reports / "data_docs"
         self.context = gx.get_context(mode="file", project_root_dir=str(reports))
         self.context.variables.progress_bars = ProgressBarsConfig(globally=False)
         self.context.variables.save()
-        if DOCS_SITE not in self.context.list_data_docs_sites():
-            self.context.add_data_docs_site(
-                DOCS_SITE,
-                {
-                    "class_name": "SiteBuilder",
-                    "store_backend": {
-                        "class_name": "TupleFilesystemStoreBackend",
-                        "base_directory": str(self.docs_dir),
-                    },
-                    "site_index_builder": {"class_name": "DefaultSiteIndexBuilder"},
-                },
-            )
+        site = {
+            "class_name": "SiteBuilder",
+            "store_backend": {"class_name": "TupleFilesystemStoreBackend", "base_directory": str(self.docs_dir)},
+            "site_index_builder": {"class_name": "DefaultSiteIndexBuilder"},
+        }
+        sites = self.context.list_data_docs_sites()
+        if DOCS_SITE not in sites:
+            self.context.add_data_docs_site(DOCS_SITE, site)
+        elif sites[DOCS_SITE].get("store_backend", {}).get("base_directory") != str(self.docs_dir):
+            # a project copied from an object store (or a moved lake) names its last working copy
+            self.context.update_data_docs_site(DOCS_SITE, site)
         self.datasource = self.context.data_sources.add_or_update_spark(DATASOURCE)
         self.engines = _install_engines(self.context, self.datasource)
 
@@ -271,10 +264,31 @@ def run_suites(
     for table in present:
         storage.read(table).createOrReplaceTempView(VIEW_NAMES[table])
     settings = replace(settings, views=present)
-    lake_dir = _local_dir(storage.lake)
-    if lake_dir is None:
-        log.warning("lake %s is not a local directory: GX results are kept in memory, no Data Docs", storage.lake)
-    project = GxProject(lake_dir) if lake_dir is not None else _ephemeral_project()
+    root = objstore.reports_root(storage.lake, settings.report_dir)
+    # On an object store the GX project is worked on in a local copy: its files (results of
+    # earlier runs, which the Data Docs index lists) are copied down, and back up after the build.
+    staged = Path(tempfile.mkdtemp(prefix="epoch-audit-gx-")) if objstore.is_remote(root) else None
+    try:
+        if staged is not None:
+            objstore.download_dir(objstore.join(root, "gx"), str(staged / "gx"))
+        project = GxProject(staged or Path(root))
+        outcome = _validate_layers(project, storage, settings, layers, present, now)
+        docs = project.build_docs()
+        if staged is not None:
+            objstore.upload_dir(str(staged), root)
+            docs = objstore.join(root, "data_docs", "index.html")
+        outcome.data_docs = docs
+    finally:
+        if staged is not None:
+            shutil.rmtree(staged, ignore_errors=True)
+    return outcome
+
+
+def _validate_layers(
+    project: GxProject, storage: Any, settings: ValidationSettings, layers: dict[str, list[TableSuite]],
+    present: frozenset[str], now: datetime,
+) -> ValidationOutcome:
+    """Every suite of ``layers`` run in ``project``: one row per expectation (skips included)."""
     outcome = ValidationOutcome()
     for layer, suites in layers.items():
         for suite in suites:
@@ -333,8 +347,6 @@ def run_suites(
                     )
             log.info("validation %s: %s", suite.table, _short(outcome.rows, suite.table))
     log.info("validation: %d metric jobs answered without Spark", sum(e.skipped_jobs for e in project.engines))
-    if lake_dir is not None:
-        outcome.data_docs = project.build_docs()
     return outcome
 
 
@@ -342,23 +354,6 @@ def _short(rows: list[dict[str, Any]], table: str) -> str:
     mine = [r for r in rows if r["table"] == table]
     failed = [r["expectation"] for r in mine if r["status"] in ("failed", "error")]
     return f"{len(mine) - len(failed)}/{len(mine)} ok" + (f", failed: {', '.join(failed)}" if failed else "")
-
-
-def _ephemeral_project() -> Any:
-    """A GX project without files (remote lakes: results still become rows, no Data Docs)."""
-
-    class _Ephemeral(GxProject):
-        def __init__(self) -> None:  # noqa: D401 - same attributes, no files
-            import great_expectations as gx
-            from great_expectations.data_context.types.base import ProgressBarsConfig
-
-            self.docs_dir = Path(".")
-            self.context = gx.get_context(mode="ephemeral")
-            self.context.variables.progress_bars = ProgressBarsConfig(globally=False)
-            self.datasource = self.context.data_sources.add_or_update_spark(DATASOURCE)
-            self.engines = _install_engines(self.context, self.datasource)
-
-    return _Ephemeral()
 
 
 def results_dataframe(spark: SparkSession, outcome: ValidationOutcome) -> Any:
