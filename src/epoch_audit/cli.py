@@ -313,7 +313,10 @@ def _run_pipeline(args: argparse.Namespace, stages: list[str], console: Any = No
     _import_in_background(stages)
     remote = config.spark.remote
     embedded = bool(config.spark.master) if not remote else remote.startswith("local")  # we start its JVM
-    short = embedded and is_short_run(inputs, args.lake, config.spark.short_run_max_bytes)
+    # an object-store input is sized by listing its root, not asked per object
+    sized = [p for p in inputs if not objstore.is_remote(str(p))] + [
+        u for u in getattr(args, "input", None) or [] if objstore.is_remote(u)]
+    short = embedded and is_short_run(sized, args.lake, config.spark.short_run_max_bytes)
     if short:
         log.debug("short run: JVM without C2, Spark without generated code (under spark.short_run_max_bytes)")
     extra_conf, packages = dict(config.spark.conf), []

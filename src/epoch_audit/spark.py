@@ -95,13 +95,31 @@ def local_bytes(paths: list[Path | str]) -> int:
     return total
 
 
+def store_bytes(uris: list[str]) -> int:
+    """Bytes of the objects under S3 ``uris`` (one listing request per thousand objects)."""
+    from epoch_audit import objstore
+
+    return sum(size for uri in uris for _, size, _ in objstore.list_files(uri))
+
+
 def is_short_run(inputs: list[Path | str], lake: str, max_bytes: int) -> bool:
     """Whether a local run over ``inputs`` into ``lake`` is short: its inputs and the lake's bronze
-    events (what the stages read) hold fewer than ``max_bytes`` bytes. A remote lake's size is not
-    known before Spark starts: never short."""
-    if max_bytes <= 0 or "://" in lake:
+    events (what the stages read) hold fewer than ``max_bytes`` bytes. An S3 input or lake is sized
+    by listing it (its objects' sizes come with the listing); another store's: never short."""
+    from epoch_audit import objstore
+
+    if max_bytes <= 0:
         return False
-    return local_bytes([*inputs, Path(lake) / "bronze" / "events"]) < max_bytes
+    events = objstore.join(lake, "bronze/events") if objstore.is_remote(lake) else Path(lake) / "bronze" / "events"
+    places = [*inputs, events]
+    remote = [p for p in places if isinstance(p, str) and objstore.is_remote(p)]
+    if any(objstore.scheme(uri) not in objstore.S3_SCHEMES for uri in remote):
+        return False
+    try:
+        remote_size = store_bytes(remote)
+    except OSError:  # sizes only decide the JVM's settings: unknown is long
+        return False
+    return local_bytes([p for p in places if p not in remote]) + remote_size < max_bytes
 
 
 def is_connect(spark: SparkSession) -> bool:

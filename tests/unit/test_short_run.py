@@ -35,4 +35,4 @@ def test_inputs_and_local_bronze_count_against_the_limit(tmp_path):
 def test_zero_limit_or_remote_lake(tmp_path):
     inputs = [_write(tmp_path / "in" / "server.log", 10)]
     assert not is_short_run(inputs, str(tmp_path / "lake"), 0)
-    assert not is_short_run(inputs, "s3a://bucket/lake", 1000)  # a remote lake's size is unknown here
+    assert not is_short_run(inputs, "gs://bucket/lake", 1000)  # a store other than S3: not sized
