@@ -8,9 +8,11 @@ import json
 import logging
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
+import time
 import tomllib
 from pathlib import Path
 
@@ -21,7 +23,7 @@ import epoch_audit
 import epoch_audit.spark
 from epoch_audit.cli import main
 from epoch_audit.console import RunProgress, setup_logging, summary_line
-from epoch_audit.errors import lake_failure
+from epoch_audit.errors import LakePathError, lake_failure
 from epoch_audit.lake.preflight import PROBE_PREFIX, check_lake_path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -174,7 +176,21 @@ def test_writable_lake_passes_and_keeps_nothing_of_the_probe(tmp_path):
     (lake / "gold" / "violations" / "cluster_id=c1").mkdir()
     check_lake_path(f"file://{lake}")
     assert not list(lake.rglob(f"{PROBE_PREFIX}*"))
-    check_lake_path("s3://bucket/lake")  # object stores: left to their first write
+    check_lake_path("gs://bucket/lake")  # object stores other than S3: left to their first write
+
+
+def test_s3_lake_behind_an_unreachable_endpoint_fails_in_one_line(monkeypatch):
+    with socket.socket() as sock:  # a loopback port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://127.0.0.1:{port}")
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    started = time.monotonic()
+    with pytest.raises(LakePathError) as err:
+        check_lake_path("s3://bucket/lake")
+    assert str(err.value).startswith("lake s3://bucket/lake: ") and "\n" not in str(err.value)
+    assert time.monotonic() - started < 60
 
 
 def test_lake_failure_inside_spark_is_a_lake_problem():
