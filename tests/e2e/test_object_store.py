@@ -102,9 +102,10 @@ def monkeypatch_module() -> Iterator[pytest.MonkeyPatch]:
         yield patch
 
 
-def _run(env: dict[str, str], *args: str, command: str = "run") -> tuple[subprocess.CompletedProcess, dict]:
+def _run(env: dict[str, str], *args: str, command: str = "run", lake: str = LAKE
+         ) -> tuple[subprocess.CompletedProcess, dict]:
     try:
-        proc = subprocess.run(["epoch-audit", command, "--input", INPUT, "--lake", LAKE, "--json", *args],
+        proc = subprocess.run(["epoch-audit", command, "--input", INPUT, "--lake", lake, "--json", *args],
                               env=env, capture_output=True, text=True, timeout=1500)
     except subprocess.TimeoutExpired as err:
         raise AssertionError(f"epoch-audit {command} timed out:\n{(err.stderr or b'')[-4000:]!r}") from None
@@ -112,9 +113,9 @@ def _run(env: dict[str, str], *args: str, command: str = "run") -> tuple[subproc
     return proc, summary
 
 
-def _table(env: dict[str, str], name: str) -> list[dict]:
+def _table(env: dict[str, str], name: str, lake: str = LAKE) -> list[dict]:
     options = {"AWS_ENDPOINT_URL": env["AWS_ENDPOINT_URL"], "AWS_ALLOW_HTTP": "true", "AWS_REGION": "us-east-1"}
-    return DeltaTable(f"{LAKE}/{name}", storage_options=options).to_pyarrow_table().to_pylist()
+    return DeltaTable(f"{lake}/{name}", storage_options=options).to_pyarrow_table().to_pylist()
 
 
 @pytest.fixture(scope="module")
@@ -188,6 +189,29 @@ def test_second_night_reads_the_appended_bytes_only(s3, env, first_night):
     assert files[f"s3://{grown}"]["consumed_bytes"] == len(before) + len("".join(f"{x}\n" for x in APPENDED))
     assert s3.get_file_info("audit/lake/_epoch_audit.lock").type == pafs.FileType.NotFound
     print(f"second night's ingest on S3: {seconds:.1f} s")
+
+
+def test_delta_spark_on_s3_writes_what_delta_rs_writes(s3, env, first_night):
+    """The other engine on the same store: Delta's JVM package writes through s3a (its S3 log store
+    commits), with the same violations and per-file line accounting as the delta-rs lake (whose grown
+    file the second night read in two chunks)."""
+    lake = "s3://audit/lake-delta-spark"
+    truth = {tuple(row[k] for k in TRUTH_KEY) for row in _table(env, "gold/violations")}  # the delta-rs night's
+    proc, summary = _run(env, "--engine", "delta-spark", lake=lake)
+    assert proc.returncode == 3, proc.stderr[-4000:]
+    assert summary["engine"] == "delta-spark" and summary["lake"] == lake
+    assert {tuple(row[k] for k in TRUTH_KEY) for row in _table(env, "gold/violations", lake)} == truth
+    def counts(rows: list[dict]) -> dict[str, list[int]]:  # per file: the delta-rs lake may hold it in two chunks
+        out: dict[str, list[int]] = {}
+        for r in rows:
+            total = out.setdefault(r["source_file"], [0, 0, 0, 0])
+            for i, key in enumerate(("lines_read", "parsed", "irrelevant", "malformed")):
+                total[i] += r[key]
+        return out
+    assert counts(_table(env, "bronze/ingest_accounting", lake)) == counts(_table(env, "bronze/ingest_accounting"))
+    assert s3.get_file_info("audit/lake-delta-spark/_delta_log").type == pafs.FileType.NotFound  # tables, not the lake
+    assert s3.get_file_info("audit/lake-delta-spark/gold/violations/_delta_log").type == pafs.FileType.Directory
+    assert s3.get_file_info("audit/lake-delta-spark/_epoch_audit.lock").type == pafs.FileType.NotFound
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -234,3 +234,16 @@ def test_this_run_in_its_own_trend(spark, report_lake):
     assert (points[-1]["lines"], points[-1]["known"], points[-1]["new"], points[-1]["current"]) == (1200, 2, 2, True)
     # it did not validate (the results are report-1's); one of its new violations is an error: exit code 3
     assert points[-1]["exit_code"] == 3 and data["validated"] is False
+
+
+def test_report_dir_takes_the_report_and_the_index_out_of_the_lake(report_lake, tmp_path):
+    """--report-dir (validation.report_dir): the run's page and the index of runs go there, not under
+    <lake>/reports. Last in this file: it adds a run to the shared lake's run_summary."""
+    from epoch_audit.cli import main
+
+    lake, _, _ = report_lake
+    out = tmp_path / "published"
+    assert main(["report", "--lake", str(lake), "--run-id", "report-elsewhere", "--report-dir", str(out)]) == 0
+    assert "epoch-audit run report-elsewhere" in (out / "report-elsewhere" / "index.html").read_text()
+    assert "report-elsewhere" in (out / "index.html").read_text()
+    assert not (lake / "reports" / "report-elsewhere").exists()
