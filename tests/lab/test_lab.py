@@ -1,8 +1,9 @@
 """``epoch-audit lab`` end to end: a real Kafka cluster, faults, collection, and the audit of what was collected.
 
-One KRaft 3.9 run with a leader killed and restarted, a leader paused past the session timeout and a controller
-failover runs by default (about four minutes on two cores, the lab's share of the CI budget). The other modes and
-the fault-free runs run with ``EPOCH_AUDIT_LAB_MATRIX=1``.
+By default (CI) four Kafka 3.9 clusters run one after the other — ZooKeeper and KRaft, each once without faults
+and once with a leader killed and restarted, a leader paused past the session timeout and a controller failover
+— and one audit reads the four trees. Each of those as its own audited run, Kafka 4.1 and the unclean election
+run with ``EPOCH_AUDIT_LAB_MATRIX=1``.
 """
 
 from __future__ import annotations
@@ -69,7 +70,8 @@ def assert_clean_audit(code: int, manifest: dict, lake: Path) -> None:
 
 
 CASES = [
-    pytest.param("3.9.1", "kraft", str(FAULTS), id="kraft-3.9-faults"),
+    pytest.param("3.9.1", "kraft", str(FAULTS), id="kraft-3.9-faults",
+                 marks=pytest.mark.skipif(not MATRIX, reason="matrix")),
     pytest.param("3.9.1", "kraft", "none", id="kraft-3.9-none", marks=pytest.mark.skipif(not MATRIX, reason="matrix")),
     pytest.param("3.9.1", "zk", str(FAULTS), id="zk-3.9-faults", marks=pytest.mark.skipif(not MATRIX, reason="matrix")),
     pytest.param("3.9.1", "zk", "none", id="zk-3.9-none", marks=pytest.mark.skipif(not MATRIX, reason="matrix")),
@@ -90,6 +92,61 @@ def test_lab_run_is_fully_accounted_and_clean(tmp_path: Path, version: str, mode
     hosts = sorted(p.name for p in (tmp_path / "out" / f"cluster={manifest['cluster_id']}").iterdir())
     assert hosts == ["broker-1", "broker-2", "broker-3"]
     assert_clean_audit(code, manifest, tmp_path / "lake")
+
+
+# The CI's lab: per mode (ZooKeeper and KRaft, Kafka 3.9) a fault-free run and a run with kills, a pause and a
+# controller failover, four clusters audited in one run (one Spark session for the four: the lab's CI budget).
+CI_RUNS = [("kraft", str(FAULTS), 1.0), ("kraft", "none", 0.5), ("zk", str(FAULTS), 1.0), ("zk", "none", 0.5)]
+
+
+@pytest.mark.skipif(_requirements() is not None, reason=str(_requirements()))
+def test_each_mode_with_and_without_faults_is_accounted_and_clean(tmp_path: Path) -> None:
+    manifests: dict[str, dict] = {}
+    trees = []
+    for i, (mode, faults, minutes) in enumerate(CI_RUNS):
+        out = tmp_path / f"out-{i}"
+        command = [sys.executable, "-m", "epoch_audit.cli", "lab", "--kafka", "3.9.1", "--mode", mode, "--faults",
+                   faults, "--minutes", str(minutes), "--out", str(out), "--no-audit", "--rate", "50", "--json"]
+        result = subprocess.run(command, stdout=subprocess.PIPE, text=True, timeout=900)
+        assert result.returncode == 0 and result.stdout.strip(), f"lab {mode} {faults} exited {result.returncode}"
+        manifest = json.loads(result.stdout.strip().splitlines()[-1])
+        steps = {step["step"] for step in manifest["steps"]}
+        assert "collected" in steps
+        if faults != "none":
+            assert {"kill -9", "SIGSTOP", "SIGCONT", "restart"} <= steps
+        hosts = sorted(p.name for p in (out / f"cluster={manifest['cluster_id']}").iterdir())
+        assert hosts == ["broker-1", "broker-2", "broker-3"]
+        manifests[manifest["cluster_id"]] = manifest
+        trees += ["--input", str(out)]
+    assert len(manifests) == 4, "each lab cluster has its own id"
+    lake = tmp_path / "lake"
+    result = subprocess.run([sys.executable, "-m", "epoch_audit.cli", "run", *trees, "--lake", str(lake), "--json"],
+                            stdout=subprocess.PIPE, text=True, timeout=1500)
+    summary = json.loads(result.stdout.strip().splitlines()[-1])
+    from deltalake import DeltaTable
+
+    per_cluster: dict[str, list[int]] = {}
+    for row in DeltaTable(str(lake / "bronze" / "ingest_accounting")).to_pyarrow_table().to_pylist():
+        total = per_cluster.setdefault(row["cluster_id"], [0, 0])
+        total[0] += row["lines_read"]
+        total[1] += row["malformed"]
+    assert set(per_cluster) == set(manifests)
+    for cluster, (lines, malformed) in per_cluster.items():
+        assert lines > 5_000, cluster
+        assert malformed == 0, f"a genuine Kafka line of {cluster} was quarantined"
+    ingest = summary["stages"]["ingest"]
+    assert ingest["lines_read"] == ingest["parsed"] + ingest["irrelevant"] + ingest["malformed"]
+    families = ingest["irrelevant_families"]
+    assert families and all(" | " in f["family"] for f in families)
+    assert summary["stages"]["check"]["input_problems"] == []
+    violations = DeltaTable(str(lake / "gold" / "violations")).to_pyarrow_table().to_pylist()
+    unexplained = [(v["cluster_id"], v["explanation"]) for v in violations
+                   if v["confidence"] == "confirmed" and not explained(v, manifests[v["cluster_id"]])]
+    assert unexplained == [], "confirmed violations on a real cluster"
+    fault_free = {c for c, m in manifests.items() if not any(s["step"] == "SIGSTOP" for s in m["steps"])}
+    assert len(fault_free) == 2 and not [v for v in violations if v["cluster_id"] in fault_free]
+    errors = any(v["severity"] == "error" for v in violations)
+    assert result.returncode == (3 if errors or summary["stages"]["validate"].get("critical_failures") else 0)
 
 
 def test_bad_options_exit_2_with_one_line(tmp_path: Path) -> None:
