@@ -349,7 +349,8 @@ def _run_pipeline(args: argparse.Namespace, stages: list[str], console: Any = No
     with RunProgress(stages, expected, console) as progress:
         for stage in stages:
             with progress.stage(stage):
-                detail = _run_stage(stage, spark, storage, config, run_id, args, window, ingested=INGEST in stages)
+                detail = _run_stage(stage, spark, storage, config, run_id, args, window, ingested=INGEST in stages,
+                                    started_at=started_at)
             if stage == "check":
                 errors = sum(v["count"] for v in detail.get("violations", []) if v["severity"] == "error")
                 if errors:
@@ -383,7 +384,7 @@ def _run_pipeline(args: argparse.Namespace, stages: list[str], console: Any = No
 
 def _run_stage(
     stage: str, spark: Any, storage: Any, config: Any, run_id: str, args: argparse.Namespace,
-    window: tuple[float | None, float | None], ingested: bool,
+    window: tuple[float | None, float | None], ingested: bool, started_at: Any = None,
 ) -> dict[str, Any]:
     """Run one stage; return its part of the run summary."""
     from epoch_audit.stages.pipeline import INGEST, STAGES
@@ -399,7 +400,7 @@ def _run_stage(
         )
         return {"status": "ran", **result.to_dict()}
     if stage in STAGES:
-        res = STAGES[stage].run(spark, storage, config, run_id, ingested=ingested)
+        res = STAGES[stage].run(spark, storage, config, run_id, ingested=ingested, started_at=started_at)
         return {"status": res.status, **res.detail}
     return {"status": "skipped", "reason": f"stage {stage} is not in this build yet"}
 

@@ -12,7 +12,7 @@ from epoch_audit_tools.table_docs import tables_markdown
 from epoch_audit.contracts.descriptions import SHARED_COLUMNS, TABLES, column_comments, table_description
 from epoch_audit.contracts.events import EVENT_SCHEMA
 from epoch_audit.contracts.silver import TIMELINE_SCHEMA
-from epoch_audit.contracts.violations import CHECK_SCHEMA
+from epoch_audit.contracts.violations import CHECK_SCHEMA, SEEN_COLUMNS
 from epoch_audit.gold.analysis.input_sanity import INPUT_PROBLEMS_SCHEMA
 from epoch_audit.lake.storage import DeltaRsStorage
 from epoch_audit.lake.tables import GOLD_STATE_TABLE, RUN_SUMMARY_TABLE, VIOLATIONS_TABLE
@@ -46,7 +46,7 @@ def test_every_table_and_every_column_is_described(spark):
         "bronze/ingest_files": FILES_SCHEMA.fieldNames(),
         "quarantine/lines": ["file_id", "source_file", "line_number", "reason", "raw", "run_id"],
         "silver/partition_timeline": TIMELINE_SCHEMA.fieldNames(),
-        "gold/violations": ["run_id", "violation_id", *CHECK_SCHEMA.fieldNames()],
+        "gold/violations": ["run_id", "violation_id", *CHECK_SCHEMA.fieldNames(), *SEEN_COLUMNS],
         "gold/run_summary": _ddl_columns(RUN_SUMMARY_SCHEMA),
         "gold/validation_results": RESULTS_SCHEMA.fieldNames(),
         "gold/daily_invariant_counts": ["date", "cluster_id", "invariant", "severity", "confidence", "count",

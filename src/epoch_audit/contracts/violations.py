@@ -37,6 +37,17 @@ CHECK_SCHEMA = StructType(
 )
 CHECK_COLUMNS = [f.name for f in CHECK_SCHEMA.fields]
 
+# When a violation was first and last proved: stamped by the check stage after CHECK_COLUMNS (never
+# part of a violation's id, key or the reference model's comparison). A lake written before them
+# gets them as new columns, filled once from gold/run_summary (epoch_audit.stages.seen).
+SEEN_SCHEMA = StructType(
+    [
+        StructField("first_seen_at", TimestampType(), True),
+        StructField("last_seen_at", TimestampType(), True),
+    ]
+)
+SEEN_COLUMNS = [f.name for f in SEEN_SCHEMA.fields]
+
 # What each column of gold/violations holds (its Delta column comments, docs/tables.md).
 VIOLATION_COLUMN_DESCRIPTIONS: dict[str, str] = {
     "run_id": "The run that first reported the violation (kept while that run completed).",
@@ -53,6 +64,14 @@ VIOLATION_COLUMN_DESCRIPTIONS: dict[str, str] = {
     "event_time": "Time of the offending event (the evidence's own time).",
     "evidence": "Event ids in bronze/events that prove the violation.",
     "explanation": "One sentence: what happened, with the evidence's ids.",
+    "first_seen_at": "Start (UTC) of the first run whose check wrote the violation to gold, completed or "
+                     "killed; kept when later logs change its evidence, and when it is reported again "
+                     "(after a killed run, an expired suppression). Rows older than the column: the start "
+                     "of the run named by run_id (null if that run has no gold/run_summary row).",
+    "last_seen_at": "Start (UTC) of the latest run that re-checked the violation's cluster and still "
+                    "found it (a run whose inputs did not grow for the cluster does not re-check it). "
+                    "Rows older than the column: the start of the run that last checked the cluster "
+                    "(state/gold_checked), else null.",
 }
 
 VIOLATION_KEY = ("invariant", "cluster_id", "topic", "partition", "broker_id", "leader_epoch", "expected_epoch")

@@ -44,6 +44,7 @@ from epoch_audit.lake.engine_base import (
     replaced_trivially,
     source_partitions,
 )
+from epoch_audit.lake.evolve import add_columns_delta_rs
 from epoch_audit.lake.tables import partition_columns_for
 
 
@@ -93,6 +94,10 @@ class DeltaRsStorage:
     def columns(self, table: str) -> list[str]:
         """The table's columns, in order, from the Delta log's schema (no Spark read)."""
         return self.spark_schema(table).fieldNames()
+
+    def add_columns(self, table: str, wanted: StructType) -> list[str]:
+        """Add the columns of ``wanted`` the table lacks (:mod:`epoch_audit.lake.evolve`); the names added."""
+        return add_columns_delta_rs(lambda: self._table(table), table, wanted)
 
     def _read_files(
         self, table: str, dt, files: list[tuple[str, dict]], keep_file: bool = False

@@ -17,6 +17,7 @@ from dataclasses import field as dataclass_field
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
 
 from epoch_audit.lake.descriptions import commented, describe_delta_spark
 from epoch_audit.lake.engine_base import (
@@ -25,6 +26,7 @@ from epoch_audit.lake.engine_base import (
     replaced_trivially,
     source_partitions,
 )
+from epoch_audit.lake.evolve import add_columns_delta_spark
 from epoch_audit.lake.tables import partition_columns_for
 
 # Settings a session needs for this engine (a local session sets them when it loads the package).
@@ -133,6 +135,10 @@ class DeltaSparkStorage:
     def columns(self, table: str) -> list[str]:
         """The table's columns, in order (a lazy read: only the schema is resolved)."""
         return self.read(table).columns
+
+    def add_columns(self, table: str, wanted: StructType) -> list[str]:
+        """Add the columns of ``wanted`` the table lacks (:mod:`epoch_audit.lake.evolve`); the names added."""
+        return add_columns_delta_spark(self.spark, _quoted_path(self.path(table)), table, self.columns(table), wanted)
 
     def partition_columns(self, table: str) -> list[str]:
         detail = self.spark.sql(f"DESCRIBE DETAIL {_quoted_path(self.path(table))}").select("partitionColumns")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 import time
 from typing import Any
@@ -10,7 +11,7 @@ from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 
 from epoch_audit.config import AppConfig
-from epoch_audit.contracts.violations import CHECK_COLUMNS, VIOLATION_KEY
+from epoch_audit.contracts.violations import CHECK_COLUMNS, SEEN_COLUMNS, VIOLATION_KEY
 from epoch_audit.gold.context import CheckContext, check_context
 from epoch_audit.gold.registry import REGISTRY, InvariantSpec, violations_of
 from epoch_audit.lake.staging import remove_staging, staging_dir
@@ -32,6 +33,7 @@ from epoch_audit.stages.carry import (
     valid_horizons,
     write_carries,
 )
+from epoch_audit.stages.seen import ensure_seen_columns
 from epoch_audit.stages.state import completed_runs, ledger_fingerprints, mark_built, stale_clusters
 from epoch_audit.stages.suppress import adjust_counts, plan_suppressions, write_suppressions
 from epoch_audit.suppressions import load_suppressions
@@ -94,7 +96,8 @@ def new_counts(groups: list[Row], reported_by: set[str]) -> list[dict[str, Any]]
 
 
 def first_reports(found: DataFrame, known: DataFrame, completed: list[str]) -> DataFrame:
-    """(violation_id, _first_run): the completed run that first reported each found violation.
+    """(violation_id, _first_run, _first_seen): the completed run that first reported each found
+    violation, and the earliest ``first_seen_at`` of its known rows (any run, completed or not).
 
     The same violation is the same id, or — when later logs add evidence to it (a late file, the
     next night's lines), which changes its id — a known row with the same invariant, partition,
@@ -105,11 +108,15 @@ def first_reports(found: DataFrame, known: DataFrame, completed: list[str]) -> D
     same = (F.col("f.violation_id") == F.col("k.violation_id")) | F.coalesce(
         F.arrays_overlap(F.col("f.evidence"), F.col("k.evidence")), F.lit(False)
     )
+    seen = F.col("k.first_seen_at") if "first_seen_at" in known.columns else F.lit(None).cast("timestamp")
     return (
         f.join(k, [*cond, same], "inner")
-        .where(F.col("k.run_id").isin(completed))
         .groupBy(F.col("f.violation_id").alias("violation_id"))
-        .agg(F.min("k.run_id").alias("_first_run"))
+        .agg(
+            # min ignores nulls: a match only with rows of runs that did not complete gives null
+            F.min(F.when(F.col("k.run_id").isin(completed), F.col("k.run_id"))).alias("_first_run"),
+            F.min(seen).alias("_first_seen"),
+        )
     )
 
 
@@ -129,7 +136,7 @@ def write_input_problems(
 
 
 def run_checks(
-    spark: SparkSession, storage: LakeStorage, config: AppConfig, run_id: str
+    spark: SparkSession, storage: LakeStorage, config: AppConfig, run_id: str, started_at: dt.datetime | None = None
 ) -> tuple[StageResult, DataFrame | None]:
     """silver + bronze → gold violations, for the clusters whose bronze grew; report what is new.
 
@@ -142,6 +149,8 @@ def run_checks(
     reported and bring them back when their entries expire.
     ISR joins the controller refused (INELIGIBLE_REPLICA) are counted per cluster and reason in
     ``rejected_isr_joins`` (the system working, never violations).
+    Rows are stamped ``first_seen_at`` / ``last_seen_at`` with ``started_at`` (the run's start, UTC
+    naive; default: now), the first kept from the known row as ``run_id`` is.
     """
     from epoch_audit.gold.analysis.input_sanity import input_problems
     from epoch_audit.gold.analysis.isr_joins import rejected_isr_joins
@@ -159,6 +168,8 @@ def run_checks(
     if silver_stale:
         log.warning("silver is older than bronze for %s: run the timelines stage first", sorted(silver_stale))
     completed = sorted(completed_runs(storage))
+    seen_at = F.lit(started_at or dt.datetime.now(dt.UTC).replace(tzinfo=None)).cast("timestamp")
+    ensure_seen_columns(storage)  # a lake written before the seen columns gets them, once
     if dirty:
         silver = {
             name: short_run_inputs(storage.read_where(silver_table(name), "cluster_id", dirty))
@@ -181,9 +192,11 @@ def run_checks(
                 "violation_id",
                 "left",
             ).withColumn("run_id", F.coalesce(F.col("_first_run"), F.lit(run_id)))
+            violations = violations.withColumn("first_seen_at", F.coalesce(F.col("_first_seen"), seen_at))
         else:
-            violations = violations.withColumn("run_id", F.lit(run_id))
-        violations = violations.select("run_id", "violation_id", *CHECK_COLUMNS)
+            violations = violations.withColumn("run_id", F.lit(run_id)).withColumn("first_seen_at", seen_at)
+        violations = violations.withColumn("last_seen_at", seen_at)
+        violations = violations.select("run_id", "violation_id", *CHECK_COLUMNS, *SEEN_COLUMNS)
         rejected = [r.asDict() for r in rejected_isr_joins(events).orderBy("cluster_id", "reason").collect()]
         storage.replace_where(VIOLATIONS_TABLE, violations, "cluster_id", dirty)
         problems = [p.to_dict() for p in input_problems(events)]

@@ -7,6 +7,7 @@ is a :class:`Stage` of :data:`STAGES`, run on the lake alone.
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -18,7 +19,8 @@ from epoch_audit.stages.base import StageResult
 from epoch_audit.stages.check import run_checks
 from epoch_audit.stages.timelines import run_timelines
 
-# (spark, storage, config, run_id, ingested=whether this command ran ingest first) -> result
+# (spark, storage, config, run_id, ingested=whether this command ran ingest first, started_at=the run's
+# start, UTC) -> result
 StageRun = Callable[..., StageResult]
 
 
@@ -31,20 +33,23 @@ class Stage:
 
 
 def _timelines(
-    spark: SparkSession, storage: LakeStorage, config: AppConfig, run_id: str, ingested: bool = False
+    spark: SparkSession, storage: LakeStorage, config: AppConfig, run_id: str, ingested: bool = False,
+    started_at: dt.datetime | None = None,
 ) -> StageResult:
     return run_timelines(spark, storage, config, run_id)
 
 
 def _check(
-    spark: SparkSession, storage: LakeStorage, config: AppConfig, run_id: str, ingested: bool = False
+    spark: SparkSession, storage: LakeStorage, config: AppConfig, run_id: str, ingested: bool = False,
+    started_at: dt.datetime | None = None,
 ) -> StageResult:
-    return run_checks(spark, storage, config, run_id)[0]
+    return run_checks(spark, storage, config, run_id, started_at)[0]
 
 
 # Validation and the report import Great Expectations and the report assets: only when they run.
 def _validate(
-    spark: SparkSession, storage: LakeStorage, config: AppConfig, run_id: str, ingested: bool = False
+    spark: SparkSession, storage: LakeStorage, config: AppConfig, run_id: str, ingested: bool = False,
+    started_at: dt.datetime | None = None,
 ) -> StageResult:
     """A run that ingested is judged on what it wrote; a standalone validate reads the whole lake."""
     from epoch_audit.stages.validate import run_validation
@@ -53,7 +58,8 @@ def _validate(
 
 
 def _report(
-    spark: SparkSession, storage: LakeStorage, config: AppConfig, run_id: str, ingested: bool = False
+    spark: SparkSession, storage: LakeStorage, config: AppConfig, run_id: str, ingested: bool = False,
+    started_at: dt.datetime | None = None,
 ) -> StageResult:
     from epoch_audit.report.html import run_report
 
@@ -61,7 +67,8 @@ def _report(
 
 
 def _maintain(
-    spark: SparkSession, storage: LakeStorage, config: AppConfig, run_id: str, ingested: bool = False
+    spark: SparkSession, storage: LakeStorage, config: AppConfig, run_id: str, ingested: bool = False,
+    started_at: dt.datetime | None = None,
 ) -> StageResult:
     from epoch_audit.stages.maintain import run_maintenance
 
