@@ -340,6 +340,9 @@ def _run_pipeline(args: argparse.Namespace, stages: list[str], console: Any = No
     storage = open_storage(spark, args.lake, config.storage.engine)
     from epoch_audit.stages.pipeline import INGEST
     from epoch_audit.stages.state import record_run
+    from epoch_audit.stages.upgrade import upgrade_lake
+
+    upgrade_lake(spark, storage)  # an older build's tables get this build's columns first
 
     summary: dict[str, Any] = {
         "run_id": run_id, "lake": args.lake, "engine": storage.engine, "short_run": short, "stages": {}

@@ -24,7 +24,7 @@ SCRIPT = textwrap.dedent(
     from epoch_audit.lake.delta_spark import DeltaSparkStorage, delta_session_conf
     from epoch_audit.spark import get_spark
     from epoch_audit.stages.seen import ensure_seen_columns
-    from epoch_audit.stages.state import RUN_SUMMARY_SCHEMA, STATE_SCHEMA
+    from epoch_audit.stages.state import RUN_SUMMARY_BASE_SCHEMA, STATE_SCHEMA
     from tests.unit.test_seen_columns import DAY1, DAY2, OLD_SCHEMA, _row
 
     lake = sys.argv[1]
@@ -33,7 +33,7 @@ SCRIPT = textwrap.dedent(
     store.append("gold/violations", spark.createDataFrame(
         [_row("r1", "v-a", "a", ["e1"]), _row("r1", "v-b", "b", ["e2"])], OLD_SCHEMA))
     store.append("gold/run_summary", spark.createDataFrame(
-        [("r1", "run", DAY1, DAY1, 3, 2, "{}"), ("r2", "run", DAY2, DAY2, 0, 0, "{}")], RUN_SUMMARY_SCHEMA))
+        [("r1", "run", DAY1, DAY1, 3, 2, "{}"), ("r2", "run", DAY2, DAY2, 0, 0, "{}")], RUN_SUMMARY_BASE_SCHEMA))
     store.append("state/gold_checked", spark.createDataFrame([("a", "fp", "r2"), ("b", "fp", "r1")], STATE_SCHEMA))
     out = {"migrated": ensure_seen_columns(store), "again": ensure_seen_columns(store)}
     name = "delta.`" + store.path("gold/violations") + "`"

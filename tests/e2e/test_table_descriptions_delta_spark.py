@@ -24,14 +24,14 @@ SCRIPT = textwrap.dedent(
     from epoch_audit.config import DELTA_SPARK_PACKAGE
     from epoch_audit.lake.delta_spark import DeltaSparkStorage, delta_session_conf
     from epoch_audit.spark import get_spark
-    from epoch_audit.stages.state import RUN_SUMMARY_SCHEMA, STATE_SCHEMA
+    from epoch_audit.stages.state import RUN_SUMMARY_SCHEMA, RUN_SUMMARY_TYPED_SCHEMA, STATE_SCHEMA
 
     lake = sys.argv[1]
     spark = get_spark("local[1]", "1g", delta_session_conf(), short_run=True, packages=[DELTA_SPARK_PACKAGE])
     store = DeltaSparkStorage(spark, lake)
     # a new table, through the engine
-    store.overwrite("gold/run_summary", spark.createDataFrame([("r1", "run", None, None, 0, 0, "{}")],
-                                                              RUN_SUMMARY_SCHEMA))
+    store.overwrite("gold/run_summary", spark.createDataFrame(
+        [("r1", "run", None, None, 0, 0, "{}", *(None,) * len(RUN_SUMMARY_TYPED_SCHEMA.fields))], RUN_SUMMARY_SCHEMA))
     # two tables as an older build left them: plain Delta writes, no description, no comment
     old = spark.createDataFrame([("a", "fp", "old")], STATE_SCHEMA)
     old.write.format("delta").save(store.path("state/gold_checked"))

@@ -17,7 +17,7 @@ from epoch_audit.lake.storage import DeltaRsStorage
 from epoch_audit.lake.tables import GOLD_STATE_TABLE, RUN_SUMMARY_TABLE, VIOLATIONS_TABLE
 from epoch_audit.stages.check import first_reports
 from epoch_audit.stages.seen import ensure_seen_columns
-from epoch_audit.stages.state import RUN_SUMMARY_SCHEMA, STATE_SCHEMA
+from epoch_audit.stages.state import RUN_SUMMARY_BASE_SCHEMA, STATE_SCHEMA
 
 OLD_SCHEMA = StructType([StructField("run_id", StringType()), StructField("violation_id", StringType()),
                          *CHECK_SCHEMA.fields])
@@ -37,7 +37,7 @@ def _old_lake(spark, lake: str) -> DeltaRsStorage:
         [_row("r1", "v-a", "a", ["e1"]), _row("r1", "v-b", "b", ["e2"]), _row("killed", "v-c", "c", ["e3"])],
         OLD_SCHEMA))
     store.append(RUN_SUMMARY_TABLE, spark.createDataFrame(
-        [("r1", "run", DAY1, DAY1, 3, 3, "{}"), ("r2", "run", DAY2, DAY2, 0, 0, "{}")], RUN_SUMMARY_SCHEMA))
+        [("r1", "run", DAY1, DAY1, 3, 3, "{}"), ("r2", "run", DAY2, DAY2, 0, 0, "{}")], RUN_SUMMARY_BASE_SCHEMA))
     # cluster a last checked by r2, b by r1, c by a run that never completed
     store.append(GOLD_STATE_TABLE, spark.createDataFrame(
         [("a", "fp", "r2"), ("b", "fp", "r1"), ("c", "fp", "killed")], STATE_SCHEMA))

@@ -18,7 +18,7 @@ from epoch_audit.lake.storage import DeltaRsStorage
 from epoch_audit.lake.tables import GOLD_STATE_TABLE, RUN_SUMMARY_TABLE, VIOLATIONS_TABLE
 from epoch_audit.stages.ingest import ACCOUNTING_SCHEMA, FILES_SCHEMA
 from epoch_audit.stages.maintain import lake_tables
-from epoch_audit.stages.state import RUN_SUMMARY_SCHEMA, STATE_SCHEMA
+from epoch_audit.stages.state import RUN_SUMMARY_SCHEMA, RUN_SUMMARY_TYPED_SCHEMA, STATE_SCHEMA
 from epoch_audit.stages.suppress import SUPPRESSIONS_SCHEMA
 from epoch_audit.validate.runner import RESULTS_SCHEMA
 
@@ -47,7 +47,7 @@ def test_every_table_and_every_column_is_described(spark):
         "quarantine/lines": ["file_id", "source_file", "line_number", "reason", "raw", "run_id"],
         "silver/partition_timeline": TIMELINE_SCHEMA.fieldNames(),
         "gold/violations": ["run_id", "violation_id", *CHECK_SCHEMA.fieldNames(), *SEEN_COLUMNS],
-        "gold/run_summary": _ddl_columns(RUN_SUMMARY_SCHEMA),
+        "gold/run_summary": RUN_SUMMARY_SCHEMA.fieldNames(),
         "gold/validation_results": RESULTS_SCHEMA.fieldNames(),
         "gold/daily_invariant_counts": ["date", "cluster_id", "invariant", "severity", "confidence", "count",
                                         "suppressed"],
@@ -73,13 +73,14 @@ def test_every_table_and_every_column_is_described(spark):
 
 def test_a_new_table_carries_its_description_and_comments(spark, tmp_path):
     store = DeltaRsStorage(spark, str(tmp_path / "lake"))
-    store.overwrite(RUN_SUMMARY_TABLE, spark.createDataFrame([("r1", "run", None, None, 0, 0, "{}")],
+    untyped = (None,) * len(RUN_SUMMARY_TYPED_SCHEMA.fields)
+    store.overwrite(RUN_SUMMARY_TABLE, spark.createDataFrame([("r1", "run", None, None, 0, 0, "{}", *untyped)],
                                                              RUN_SUMMARY_SCHEMA))
     dt = DeltaTable(store.path(RUN_SUMMARY_TABLE))
     assert dt.metadata().description == TABLES[RUN_SUMMARY_TABLE].description
-    assert _comments(dt) == column_comments(RUN_SUMMARY_TABLE, _ddl_columns(RUN_SUMMARY_SCHEMA))
+    assert _comments(dt) == column_comments(RUN_SUMMARY_TABLE, RUN_SUMMARY_SCHEMA.fieldNames())
     assert dt.version() == 0  # created with them: no metadata commit after
-    store.append(RUN_SUMMARY_TABLE, spark.createDataFrame([("r2", "run", None, None, 3, 2, "{}")],
+    store.append(RUN_SUMMARY_TABLE, spark.createDataFrame([("r2", "run", None, None, 3, 2, "{}", *untyped)],
                                                           RUN_SUMMARY_SCHEMA))
     assert DeltaTable(store.path(RUN_SUMMARY_TABLE)).version() == 1
 
@@ -112,8 +113,11 @@ def test_a_lake_written_before_gets_them_without_a_data_rewrite(spark, tmp_path)
     assert main(["maintain", "--lake", str(lake), "--retention-hours", "168"]) == 0
     violations = DeltaTable(str(lake / VIOLATIONS_TABLE))
     assert violations.metadata().description == TABLES[VIOLATIONS_TABLE].description
-    assert _comments(violations) == column_comments(VIOLATIONS_TABLE, ["run_id", "violation_id", "cluster_id"])
-    assert [tuple(r) for r in store.read(VIOLATIONS_TABLE).collect()] == [("old", "v1", "a")]
+    # ... and, as every command does first, gives the old gold table this build's columns (null here:
+    # no gold/run_summary to fill them from), by a metadata commit as well
+    columns = ["run_id", "violation_id", "cluster_id", *SEEN_COLUMNS]
+    assert _comments(violations) == column_comments(VIOLATIONS_TABLE, columns)
+    assert [tuple(r) for r in store.read(VIOLATIONS_TABLE).collect()] == [("old", "v1", "a", None, None)]
 
 
 def test_docs_tables_page_is_generated_from_the_contracts():

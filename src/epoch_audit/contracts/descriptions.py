@@ -189,6 +189,22 @@ TABLES: dict[str, TableDescription] = {
             "exit_code": "Its exit code (0 ok, 3 found).",
             "new_violations": "Violations it reported first, less suppressed ones.",
             "summary": "The run summary as JSON (what --json prints).",
+            # typed copies of the summary's facts, for dashboards; null when the run did not run the
+            # stage that counts them (older rows: taken out of their summary when the columns were added)
+            "status": "ok (exit 0) or found (exit 3).",
+            "run_date": "UTC day the run started.",
+            "wall_seconds": "Seconds from start to finish.",
+            "lines_read": "Input lines the ingest read (parsed + irrelevant + malformed).",
+            "parsed": "Lines parsed into events.",
+            "irrelevant": "Lines recognised as carrying no audit event.",
+            "malformed": "Lines quarantined (quarantine/lines).",
+            "known_violations": "Violations in gold/violations after the check.",
+            "suppressed_new": "New violations an active suppression covers (not in new_violations).",
+            "failed_expectations": "Expectations that failed or raised.",
+            "critical_failures": "Failed expectations of the critical suites (exit 3).",
+            "silent_hosts": "Hosts that delivered no new lines within validation.silence_hours (null when "
+                            "not checked).",
+            "input_problem_clusters": "Checked clusters whose input is doubtful (gold/input_problems).",
         },
     ),
     "gold/validation_results": TableDescription(

@@ -6,8 +6,8 @@ run is not in the table yet, so its row is made here from what the report gather
 its ledger rows say it read). Both pages are rebuilt from the table every time: a killed run, which
 never wrote its row, drops out of them on the next run, as its violations are re-reported by it.
 
-The summary column is JSON (``epoch_audit.cli``'s run summary); the few numbers the pages need are
-taken out of it in Spark (``get_json_object``), so the driver collects one small row per run.
+The pages read the table's typed columns (``epoch_audit.stages.state.RUN_SUMMARY_SCHEMA``; a lake
+written before them gets them before any stage runs), so the driver collects one small row per run.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 # Runs drawn in the trend chart (the index lists every run): a quarter of nightly runs stays readable
@@ -29,34 +29,13 @@ RUN_COLUMNS = (
 
 
 def run_history(run_summary: DataFrame) -> DataFrame:
-    """One row per completed run (RUN_COLUMNS), typed, from ``gold/run_summary``.
+    """One row per completed run (RUN_COLUMNS), from ``gold/run_summary``'s typed columns.
 
     ``known_violations`` (gold's size after the run), ``lines_read``, ``failed_expectations``
     (failed or error) and ``critical_failures`` are null when the run did not run the stage that
     counts them (an ``ingest``-only or ``report``-only command), never 0.
     """
-    summary = F.col("summary")
-
-    def number(path: str) -> Column:
-        return F.get_json_object(summary, path).cast("long")
-
-    expectations = "$.stages.validate.expectations"
-    validated = F.get_json_object(summary, expectations).isNotNull()
-    failed = sum((F.coalesce(number(f"{expectations}.{status}"), F.lit(0)) for status in ("failed", "error")), F.lit(0))
-    return run_summary.select(
-        "run_id",
-        "command",
-        "started_at",
-        "finished_at",
-        "exit_code",
-        F.get_json_object(summary, "$.status").alias("status"),
-        "new_violations",
-        number("$.stages.check.known").alias("known_violations"),
-        number("$.stages.ingest.lines_read").alias("lines_read"),
-        F.when(validated, failed).alias("failed_expectations"),
-        F.when(validated, F.json_array_length(F.get_json_object(summary, "$.stages.validate.critical_failures")))
-        .cast("long").alias("critical_failures"),
-    )
+    return run_summary.select(*RUN_COLUMNS)
 
 
 def lines_read_by(ledger: DataFrame, run_id: str) -> DataFrame:

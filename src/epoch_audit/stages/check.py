@@ -33,7 +33,6 @@ from epoch_audit.stages.carry import (
     valid_horizons,
     write_carries,
 )
-from epoch_audit.stages.seen import ensure_seen_columns
 from epoch_audit.stages.state import completed_runs, ledger_fingerprints, mark_built, stale_clusters
 from epoch_audit.stages.suppress import adjust_counts, plan_suppressions, write_suppressions
 from epoch_audit.suppressions import load_suppressions
@@ -150,7 +149,8 @@ def run_checks(
     ISR joins the controller refused (INELIGIBLE_REPLICA) are counted per cluster and reason in
     ``rejected_isr_joins`` (the system working, never violations).
     Rows are stamped ``first_seen_at`` / ``last_seen_at`` with ``started_at`` (the run's start, UTC
-    naive; default: now), the first kept from the known row as ``run_id`` is.
+    naive; default: now), the first kept from the known row as ``run_id`` is (an older lake gets the
+    columns before any stage runs: epoch_audit.stages.upgrade).
     """
     from epoch_audit.gold.analysis.input_sanity import input_problems
     from epoch_audit.gold.analysis.isr_joins import rejected_isr_joins
@@ -169,7 +169,6 @@ def run_checks(
         log.warning("silver is older than bronze for %s: run the timelines stage first", sorted(silver_stale))
     completed = sorted(completed_runs(storage))
     seen_at = F.lit(started_at or dt.datetime.now(dt.UTC).replace(tzinfo=None)).cast("timestamp")
-    ensure_seen_columns(storage)  # a lake written before the seen columns gets them, once
     if dirty:
         silver = {
             name: short_run_inputs(storage.read_where(silver_table(name), "cluster_id", dirty))

@@ -9,20 +9,58 @@ cluster, and a run rebuilds only the clusters whose fingerprint moved.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from typing import Any
 
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.types import (
+    ArrayType,
+    DateType,
+    DoubleType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
 
 from epoch_audit.lake.storage import LakeStorage
 from epoch_audit.lake.tables import EVENTS_TABLE, LEDGER_TABLE, RUN_SUMMARY_TABLE
 
 STATE_SCHEMA = "cluster_id string, fingerprint string, run_id string"
-RUN_SUMMARY_SCHEMA = (
-    "run_id string, command string, started_at timestamp, finished_at timestamp, exit_code int, "
-    "new_violations long, summary string"
-)
+# gold/run_summary: the columns every lake's table has had (the whole summary as JSON last), then
+# typed columns taken out of it for dashboards (a lake written before them gets them:
+# epoch_audit.stages.upgrade). Null where the run did not run the stage that counts them, never 0.
+RUN_SUMMARY_BASE_SCHEMA = StructType([
+    StructField("run_id", StringType()),
+    StructField("command", StringType()),
+    StructField("started_at", TimestampType()),
+    StructField("finished_at", TimestampType()),
+    StructField("exit_code", IntegerType()),
+    StructField("new_violations", LongType()),
+    StructField("summary", StringType()),
+])
+RUN_SUMMARY_TYPED_SCHEMA = StructType([
+    StructField("status", StringType()),
+    StructField("run_date", DateType()),
+    StructField("wall_seconds", DoubleType()),
+    StructField("lines_read", LongType()),
+    StructField("parsed", LongType()),
+    StructField("irrelevant", LongType()),
+    StructField("malformed", LongType()),
+    StructField("known_violations", LongType()),
+    StructField("suppressed_new", LongType()),
+    StructField("failed_expectations", LongType()),
+    StructField("critical_failures", LongType()),
+    StructField("silent_hosts", LongType()),
+    StructField("input_problem_clusters", ArrayType(StringType())),
+])
+RUN_SUMMARY_SCHEMA = StructType(RUN_SUMMARY_BASE_SCHEMA.fields + RUN_SUMMARY_TYPED_SCHEMA.fields)
+# The bronze suite's expectation whose offending rows are the silent hosts (epoch_audit.validate.bronze).
+SILENT_HOSTS_EXPECTATION = "hosts_not_silent"
 
 
 def ledger_fingerprints(storage: LakeStorage) -> dict[str, str]:
@@ -80,10 +118,55 @@ def completed_runs(storage: LakeStorage) -> set[str]:
     return {r["run_id"] for r in storage.read(RUN_SUMMARY_TABLE).select("run_id").collect()}
 
 
+def _count(value: Any) -> int | None:
+    return None if value is None else int(value)
+
+
+def run_facts(summary: dict[str, Any], started_at: dt.datetime | None, finished_at: dt.datetime | None
+              ) -> dict[str, Any]:
+    """The typed columns of a run's gold/run_summary row (RUN_SUMMARY_TYPED_SCHEMA), from its summary
+    (what ``--json`` prints) and its times. A stage's counts are null when that stage did not run."""
+    stages = summary.get("stages", {})
+    ingest, check, validate = (stages.get(name, {}) for name in ("ingest", "check", "validate"))
+    ingested, checked, validated = (s.get("status") == "ran" for s in (ingest, check, validate))
+    expectations = validate.get("expectations", {})
+    silent = next((r for r in validate.get("results", []) if r.get("expectation") == SILENT_HOSTS_EXPECTATION
+                   and r.get("status") in ("passed", "failed")), None)
+    return {
+        "status": summary.get("status"),
+        "run_date": started_at.date() if started_at is not None else None,
+        "wall_seconds": (
+            round((finished_at - started_at).total_seconds(), 3) if started_at and finished_at else None
+        ),
+        **{k: _count(ingest.get(k)) if ingested else None for k in ("lines_read", "parsed", "irrelevant", "malformed")},
+        "known_violations": _count(check.get("known")) if checked else None,
+        "suppressed_new": (
+            sum(c.get("count", 0) for c in check.get("suppressions", {}).get("suppressed_new", [])) if checked else None
+        ),
+        "failed_expectations": (
+            int(expectations.get("failed", 0)) + int(expectations.get("error", 0)) if validated else None
+        ),
+        "critical_failures": len(validate.get("critical_failures", [])) if validated else None,
+        "silent_hosts": (
+            (int(silent.get("unexpected_count") or 0) if silent["status"] == "failed" else 0) if silent else None
+        ),
+        "input_problem_clusters": (
+            sorted({p["cluster_id"] for p in check.get("input_problems", [])}) if checked else None
+        ),
+    }
+
+
+def run_summary_row(summary: dict[str, Any], command: str, started_at: dt.datetime | None,
+                    finished_at: dt.datetime | None) -> tuple:
+    """A gold/run_summary row (RUN_SUMMARY_SCHEMA) of a run: its summary as JSON and typed."""
+    new = sum(v.get("count", 0) for v in summary.get("stages", {}).get("check", {}).get("violations", []))
+    facts = run_facts(summary, started_at, finished_at)
+    return (summary["run_id"], command, started_at, finished_at, int(summary.get("exit_code", 0)), int(new),
+            json.dumps(summary, sort_keys=True, default=str), *(facts[f.name] for f in RUN_SUMMARY_TYPED_SCHEMA))
+
+
 def record_run(spark: SparkSession, storage: LakeStorage, summary: dict[str, Any], command: str,
                started_at: Any, finished_at: Any) -> None:
     """Write this run's row of gold/run_summary: from then on its violations count as reported."""
-    new = sum(v.get("count", 0) for v in summary.get("stages", {}).get("check", {}).get("violations", []))
-    row = (summary["run_id"], command, started_at, finished_at, int(summary.get("exit_code", 0)), int(new),
-           json.dumps(summary, sort_keys=True, default=str))
+    row = run_summary_row(summary, command, started_at, finished_at)
     storage.upsert(RUN_SUMMARY_TABLE, spark.createDataFrame([row], RUN_SUMMARY_SCHEMA), ["run_id"])
