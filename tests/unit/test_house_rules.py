@@ -124,3 +124,8 @@ def test_the_production_wheel_holds_only_epoch_audit(tmp_path):
     assert "epoch_audit/conf/local.yaml" in names and "epoch_audit/report/assets/report.js" in names
     templates = {p.name for p in (REPO / "src/epoch_audit/report/templates").iterdir()}
     assert templates and {f"epoch_audit/report/templates/{t}" for t in templates} <= set(names)
+    # and the Data Docs' vendored libraries, every file of them (the site is built offline from them)
+    assets = REPO / "src/epoch_audit/validate/docs_assets"
+    vendored = {f"epoch_audit/validate/docs_assets/{p.relative_to(assets).as_posix()}"
+                for p in assets.rglob("*") if p.is_file()}
+    assert len(vendored) > 20 and vendored <= set(names), sorted(vendored - set(names))[:5]

@@ -35,6 +35,7 @@ from pyspark.sql.types import (
 from epoch_audit import objstore
 from epoch_audit.validate import bronze, gold, silver
 from epoch_audit.validate.base import VIEW_NAMES, ExpectNoOffendingRows, TableSuite, ValidationSettings
+from epoch_audit.validate.data_docs import make_offline
 from epoch_audit.validate.engine import BundledSparkEngine, install
 
 log = logging.getLogger(__name__)
@@ -43,6 +44,8 @@ LAYERS: dict[str, list[TableSuite]] = {"bronze": bronze.SUITES, "silver": silver
 RESULTS_TABLE = "gold/validation_results"
 DATASOURCE = "epoch_audit_lake"
 DOCS_SITE = "epoch_audit"
+# The site, relative to the GX project directory (<reports>/gx): <reports>/data_docs.
+DOCS_BASE_DIRECTORY = "../data_docs"
 SAMPLE_VALUE_CHARS = 500
 
 RESULTS_SCHEMA = StructType(
@@ -186,14 +189,16 @@ class GxProject:
         self.context.variables.save()
         site = {
             "class_name": "SiteBuilder",
-            "store_backend": {"class_name": "TupleFilesystemStoreBackend", "base_directory": str(self.docs_dir)},
+            # relative to the GX project (reports/gx): the project names no absolute path, so a
+            # reports folder copied, moved or staged from an object store still builds in place
+            "store_backend": {"class_name": "TupleFilesystemStoreBackend", "base_directory": DOCS_BASE_DIRECTORY},
             "site_index_builder": {"class_name": "DefaultSiteIndexBuilder"},
         }
         sites = self.context.list_data_docs_sites()
         if DOCS_SITE not in sites:
             self.context.add_data_docs_site(DOCS_SITE, site)
-        elif sites[DOCS_SITE].get("store_backend", {}).get("base_directory") != str(self.docs_dir):
-            # a project copied from an object store (or a moved lake) names its last working copy
+        elif sites[DOCS_SITE].get("store_backend", {}).get("base_directory") != DOCS_BASE_DIRECTORY:
+            # a project an older build wrote names its working copy's absolute path
             self.context.update_data_docs_site(DOCS_SITE, site)
         self.datasource = self.context.data_sources.add_or_update_spark(DATASOURCE)
         self.engines = _install_engines(self.context, self.datasource)
@@ -226,7 +231,12 @@ class GxProject:
         )
 
     def build_docs(self) -> str:
+        """Build the Data Docs site, self-contained (:mod:`epoch_audit.validate.data_docs`); its index."""
         self.context.build_data_docs(site_names=[DOCS_SITE])
+        remote = make_offline(self.docs_dir)
+        if remote:
+            log.warning("Data Docs pages still load from the network (a GX template this build does not "
+                        "know): %s", ", ".join(remote[:3]))
         return str(self.docs_dir / "index.html")
 
 
