@@ -11,3 +11,5 @@ CREATE OR REPLACE VIEW main.epoch_audit.validation_results AS
   SELECT * FROM delta.`/Volumes/main/epoch_audit/lake/gold/validation_results`;
 CREATE OR REPLACE VIEW main.epoch_audit.ingest_accounting AS
   SELECT * FROM delta.`/Volumes/main/epoch_audit/lake/bronze/ingest_accounting`;
+CREATE OR REPLACE VIEW main.epoch_audit.run_summary AS
+  SELECT * FROM delta.`/Volumes/main/epoch_audit/lake/gold/run_summary`;

@@ -2,7 +2,7 @@
 
 The lake is written through ``DeltaRsStorage`` with the real table schemas (gold/violations,
 gold/daily_invariant_counts built by the report stage's transform, gold/validation_results,
-bronze/ingest_accounting). Every query runs unchanged in DuckDB over ``deltalake`` datasets and in
+bronze/ingest_accounting, gold/run_summary). Every query runs unchanged in DuckDB over ``deltalake`` datasets and in
 Spark SQL with ANSI mode on (the Databricks SQL dialect); both must give the expected rows. The
 Lakeview dashboard must embed exactly these queries and chart only columns they return.
 """
@@ -24,6 +24,7 @@ from epoch_audit.contracts.violations import CHECK_COLUMNS, CHECK_SCHEMA
 from epoch_audit.lake.storage import DeltaRsStorage
 from epoch_audit.report.gather import daily_invariant_counts
 from epoch_audit.stages.ingest import ACCOUNTING_SCHEMA
+from epoch_audit.stages.state import RUN_SUMMARY_SCHEMA, run_summary_row
 from epoch_audit.validate.runner import RESULTS_SCHEMA
 
 REPO = Path(__file__).resolve().parents[2]
@@ -37,6 +38,7 @@ VIEWS = {
     "daily_invariant_counts": "gold/daily_invariant_counts",
     "validation_results": "gold/validation_results",
     "ingest_accounting": "bronze/ingest_accounting",
+    "run_summary": "gold/run_summary",
 }
 
 R1, R2 = "20261120T030000Z-aaaaaa", "20261121T030000Z-bbbbbb"
@@ -114,9 +116,9 @@ EXPECTED: dict[str, list[tuple]] = {
     ],
     "ingest_volume": [
         # run, run_day, cluster, files, lines_read, parsed, irrelevant, malformed, quarantine_rate
-        (R1, "20261120", "c1", 2, 150, 140, 8, 2, 0.013333),
-        (R1, "20261120", "c2", 1, 0, 0, 0, 0, None),
-        (R2, "20261121", "c1", 1, 10, 0, 9, 1, 0.1),
+        (R1, date(2026, 11, 20), "c1", 2, 150, 140, 8, 2, 0.013333),
+        (R1, date(2026, 11, 20), "c2", 1, 0, 0, 0, 0, None),
+        (R2, date(2026, 11, 21), "c1", 1, 10, 0, 9, 1, 0.1),
     ],
 }
 
@@ -168,6 +170,9 @@ def lake(spark, tmp_path_factory) -> Path:
     storage.overwrite("gold/daily_invariant_counts", daily_invariant_counts(storage.read("gold/violations"), active))
     storage.append("gold/validation_results", _results_df(spark))
     storage.append("bronze/ingest_accounting", _accounting_df(spark))
+    runs = [run_summary_row({"run_id": run, "status": "ok", "stages": {}}, "run", start, start)
+            for run, start in ((R1, ts(20, 3)), (R2, ts(21, 3)))]
+    storage.append("gold/run_summary", spark.createDataFrame(runs, RUN_SUMMARY_SCHEMA))
     return root
 
 
