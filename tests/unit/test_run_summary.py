@@ -1,6 +1,6 @@
 """gold/run_summary's typed columns: a run's row carries its summary's facts typed (a dashboard needs
 no JSON), and a table an older build wrote (JSON only) gets them, filled from each row's JSON
-(delta-rs here; ALTER TABLE ADD COLUMNS on delta-spark: tests/e2e/test_seen_columns_delta_spark.py)."""
+(delta-rs here; ALTER TABLE ADD COLUMNS on delta-spark: tests/e2e/test_lake_upgrade_delta_spark.py)."""
 
 from __future__ import annotations
 

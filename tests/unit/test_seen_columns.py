@@ -1,7 +1,7 @@
 """first_seen_at / last_seen_at of gold/violations: a gold table an older build wrote (without
 them) is continued: the columns are added by a metadata commit and its rows filled from
 gold/run_summary; re-checks keep first_seen_at as they keep run_id (delta-rs here; delta-spark:
-tests/e2e/test_seen_columns_delta_spark.py)."""
+tests/e2e/test_lake_upgrade_delta_spark.py)."""
 
 from __future__ import annotations
 

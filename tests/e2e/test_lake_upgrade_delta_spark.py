@@ -1,4 +1,4 @@
-"""An old-schema gold/violations continued on the delta-spark engine: ``ALTER TABLE ADD COLUMNS``
+"""An old-schema gold/violations and gold/run_summary continued on the delta-spark engine: ``ALTER TABLE ADD COLUMNS``
 adds first_seen_at / last_seen_at (with their comments), the older rows are filled from
 gold/run_summary, and the check stage's rows are taken (in a process of its own with Delta's
 package: the test session has no Delta classes). delta-rs: tests/unit/test_seen_columns.py."""
@@ -13,6 +13,7 @@ import textwrap
 import pytest
 
 from epoch_audit.contracts.descriptions import column_comments
+from epoch_audit.stages.state import RUN_SUMMARY_SCHEMA
 from tests.helpers import child_env
 
 SCRIPT = textwrap.dedent(
@@ -49,13 +50,19 @@ SCRIPT = textwrap.dedent(
         "run_id", "violation_id", *CHECK_COLUMNS, *SEEN_COLUMNS), "cluster_id", ["a"])
     out["rows"] = sorted([r["violation_id"], str(r["first_seen_at"]), str(r["last_seen_at"])]
                          for r in store.read("gold/violations").collect())
+    # gold/run_summary's typed columns: ALTER TABLE ADD COLUMNS, the rows filled from their JSON
+    from epoch_audit.stages.upgrade import ensure_run_summary_columns
+    out["summary_migrated"] = ensure_run_summary_columns(spark, store)
+    out["summary_columns"] = store.columns("gold/run_summary")
+    out["summary_rows"] = sorted([r["run_id"], str(r["run_date"]), r["wall_seconds"]]
+                                 for r in store.read("gold/run_summary").collect())
     print("RESULT " + json.dumps(out))
     """
 )
 
 
 @pytest.mark.slow  # a JVM of its own with Delta's package
-def test_delta_spark_continues_an_old_gold_table_with_the_seen_columns(tmp_path):
+def test_delta_spark_continues_old_gold_tables_with_the_new_columns(tmp_path):
     res = subprocess.run([sys.executable, "-c", SCRIPT, str(tmp_path / "lake")], env=child_env(),
                          capture_output=True, text=True, timeout=900, check=False)
     assert res.returncode == 0, res.stderr[-3000:]
@@ -69,3 +76,6 @@ def test_delta_spark_continues_an_old_gold_table_with_the_seen_columns(tmp_path)
         ["v-b", "2026-11-01 23:00:00", "2026-11-01 23:00:00"],
         ["v-new", "2026-11-03 23:00:00", "2026-11-03 23:00:00"],
     ]
+    assert out["summary_migrated"] is True
+    assert out["summary_columns"] == RUN_SUMMARY_SCHEMA.fieldNames()
+    assert out["summary_rows"] == [["r1", "2026-11-01", 0.0], ["r2", "2026-11-02", 0.0]]
