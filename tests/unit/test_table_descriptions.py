@@ -83,6 +83,15 @@ def test_a_new_table_carries_its_description_and_comments(spark, tmp_path):
     store.append(RUN_SUMMARY_TABLE, spark.createDataFrame([("r2", "run", None, None, 3, 2, "{}", *untyped)],
                                                           RUN_SUMMARY_SCHEMA))
     assert DeltaTable(store.path(RUN_SUMMARY_TABLE)).version() == 1
+    # an overwrite (state tables, daily counts: every run) keeps the comments, so the next process
+    # (a fresh storage object) has nothing to re-describe: one commit each, no metadata commits
+    store.overwrite(RUN_SUMMARY_TABLE, spark.createDataFrame([("r3", "run", None, None, 0, 0, "{}", *untyped)],
+                                                             RUN_SUMMARY_SCHEMA))
+    assert _comments(DeltaTable(store.path(RUN_SUMMARY_TABLE))) == column_comments(
+        RUN_SUMMARY_TABLE, RUN_SUMMARY_SCHEMA.fieldNames())
+    DeltaRsStorage(spark, store.lake).overwrite(RUN_SUMMARY_TABLE, spark.createDataFrame(
+        [("r4", "run", None, None, 0, 0, "{}", *untyped)], RUN_SUMMARY_SCHEMA))
+    assert DeltaTable(store.path(RUN_SUMMARY_TABLE)).version() == 3
 
 
 def test_a_lake_written_before_gets_them_without_a_data_rewrite(spark, tmp_path):

@@ -313,8 +313,10 @@ class DeltaRsStorage:
                 description=table_description_text(table), storage_options=self.options,
             )
         else:
+            # an overwrite replaces the schema, comments included (else: a commit per column next run)
             DeltaTable(self.path(table), storage_options=self.options).create_write_transaction(
-                actions, mode, schema, partition_by=part_cols or None
+                actions, mode, described_schema(table, schema) if mode == "overwrite" else schema,
+                partition_by=part_cols or None,
             )
         crash_point(f"committed:{table}")
         self.describe(table)
