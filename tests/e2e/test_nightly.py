@@ -45,7 +45,8 @@ COMPARED = [
     "silver/broker_leader_epochs", "silver/replica_offsets", "silver/produce_runs",
     "gold/violations", "gold/daily_invariant_counts",
 ]
-RUN_COLUMNS = {"run_id", "last_run_id", "last_delivered_at"}  # naming a run, or its time
+# naming a run, or its time (a violation's first/last seen: when the runs that saw it started)
+RUN_COLUMNS = {"run_id", "last_run_id", "last_delivered_at", "first_seen_at", "last_seen_at"}
 # Which file a line was read from: a line read from the live file before it rotated keeps the live
 # file's name and order (a whole run reads it from the rotated file). Nothing else may differ.
 READ_FROM_COLUMNS = {"source_file", "file_name", "file_order"}
@@ -170,7 +171,7 @@ def violations(lake: Path) -> dict[str, dict]:
 
 
 def _content(row: dict) -> dict:
-    return {k: v for k, v in row.items() if k != "run_id"}
+    return {k: v for k, v in row.items() if k not in RUN_COLUMNS}
 
 
 # --- the week -----------------------------------------------------------------------------------

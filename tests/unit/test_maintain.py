@@ -73,8 +73,11 @@ def test_maintain_compacts_vacuums_and_keeps_every_row(spark, tmp_path, capsys):
     log = DeltaTable(store.path(VIOLATIONS_TABLE))
     assert glob.glob(f"{store.path(VIOLATIONS_TABLE)}/_delta_log/*.checkpoint.parquet")
     assert log.history(1)[0]["operation"] in ("VACUUM END", "OPTIMIZE")
-    # the next night writes on as before
-    store.replace_where(VIOLATIONS_TABLE, spark.createDataFrame([("b", "b-new", 1)], SCHEMA), "cluster_id", ["b"])
+    # the next night writes on as before (maintain, like every command, gave gold/violations the
+    # columns this build adds: first_seen_at / last_seen_at)
+    night = spark.createDataFrame([("b", "b-new", 1, None, None)],
+                                  f"{SCHEMA}, first_seen_at timestamp, last_seen_at timestamp")
+    store.replace_where(VIOLATIONS_TABLE, night, "cluster_id", ["b"])
     assert _rows(store, VIOLATIONS_TABLE) == [("a", "a-new", 9), ("b", "b-new", 1)]
 
 
