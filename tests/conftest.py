@@ -24,7 +24,9 @@ def spark():
     # One JVM serves every test file (~250 tests); plans of the big parsers and cached silver views add
     # up over a run, and 2 GB ran out of heap part-way through the suite.
     # Test data is small: the short-run JVM (no C2, no generated code) spends far less on compiling.
-    session = get_spark(master="local[2]", driver_memory="6g", short_run=True)
+    # Maps this machine's class archive when a run has written one; never writes it (it lives as
+    # long as the suite).
+    session = get_spark(master="local[2]", driver_memory="6g", short_run=True, write_class_archive=False)
     yield session
     session.stop()
 

@@ -310,7 +310,6 @@ def _run_pipeline(args: argparse.Namespace, stages: list[str], console: Any = No
                 f"no log file under {', '.join(args.input)}: a first run has nothing to audit "
                 "(a later night without files fails as silent hosts instead)"
             )
-    _import_in_background(stages)
     remote = config.spark.remote
     embedded = bool(config.spark.master) if not remote else remote.startswith("local")  # we start its JVM
     # an object-store input is sized by listing its root, not asked per object
@@ -329,6 +328,9 @@ def _run_pipeline(args: argparse.Namespace, stages: list[str], console: Any = No
         # Spark reads and writes an S3 lake's files through Hadoop's s3a (either engine)
         extra_conf = {**objstore.spark_s3a_conf(), "spark.jars.excludes": objstore.HADOOP_AWS_EXCLUDES, **extra_conf}
         packages += list(objstore.HADOOP_AWS_PACKAGES)
+    # Last before the session: the imports hold the GIL for seconds, and everything before the
+    # JVM's launch would wait for them (the JVM then starts seconds later).
+    _import_in_background(stages)
     spark = get_spark(
         config.spark.master, config.spark.driver_memory, extra_conf, short_run=short, packages=packages,
         remote=remote,

@@ -25,7 +25,7 @@ from epoch_audit.lake.tables import (
     silver_table,
 )
 from epoch_audit.silver.tables import SILVER_TABLES
-from epoch_audit.stages.base import StageResult, check_config, short_run_inputs
+from epoch_audit.stages.base import ShortRunInputs, StageResult, check_config
 from epoch_audit.stages.carry import (
     iso_of,
     read_check_events,
@@ -170,45 +170,46 @@ def run_checks(
     completed = sorted(completed_runs(storage))
     seen_at = F.lit(started_at or dt.datetime.now(dt.UTC).replace(tzinfo=None)).cast("timestamp")
     if dirty:
-        silver = {
-            name: short_run_inputs(storage.read_where(silver_table(name), "cluster_id", dirty))
-            for name in SILVER_TABLES if storage.exists(silver_table(name))
-        }
-        # Traffic: from each cluster's carried horizon on, plus the carried events (epoch_audit.stages.carry).
-        horizons = (
-            valid_horizons(spark, storage, dirty, silver, check_config(config))
-            if config.incremental.carry_traffic else {}
-        )
-        events = short_run_inputs(read_check_events(storage, dirty, horizons))
-        # Every silver table once (the ones not in silver/ built from the events), shared by all checks.
-        ctx = check_context(events, silver, check_config(config))
-        violations = stage_violations(
-            ctx, REGISTRY, dirty, f"{staging_dir(storage.lake, run_id)}/violations", config.spark.concurrent_queries
-        )
-        if storage.exists(VIOLATIONS_TABLE):
-            violations = violations.join(
-                first_reports(violations, storage.read_where(VIOLATIONS_TABLE, "cluster_id", dirty), completed),
-                "violation_id",
-                "left",
-            ).withColumn("run_id", F.coalesce(F.col("_first_run"), F.lit(run_id)))
-            violations = violations.withColumn("first_seen_at", F.coalesce(F.col("_first_seen"), seen_at))
-        else:
-            violations = violations.withColumn("run_id", F.lit(run_id)).withColumn("first_seen_at", seen_at)
-        violations = violations.withColumn("last_seen_at", seen_at)
-        violations = violations.select("run_id", "violation_id", *CHECK_COLUMNS, *SEEN_COLUMNS)
-        rejected = [r.asDict() for r in rejected_isr_joins(events).orderBy("cluster_id", "reason").collect()]
-        storage.replace_where(VIOLATIONS_TABLE, violations, "cluster_id", dirty)
-        problems = [p.to_dict() for p in input_problems(events)]
-        write_input_problems(spark, storage, problems, dirty, run_id)
-        mark_built(spark, storage, GOLD_STATE_TABLE, dirty, fps, run_id)
-        remove_staging(staging_dir(storage.lake, run_id))
-        carried = {"read_from": {c: iso_of(h) for c, h in sorted(horizons.items())}}
-        if config.incremental.carry_traffic and supports_carry(storage):
-            started = time.perf_counter()
-            carried["next"] = write_carries(
-                spark, storage, ctx, REGISTRY, dirty, horizons, config.incremental.traffic_lag_minutes
+        with ShortRunInputs() as inputs:
+            silver = {
+                name: inputs(storage.read_where(silver_table(name), "cluster_id", dirty))
+                for name in SILVER_TABLES if storage.exists(silver_table(name))
+            }
+            # Traffic: from each cluster's carried horizon on, plus the carried events (epoch_audit.stages.carry).
+            horizons = (
+                valid_horizons(spark, storage, dirty, silver, check_config(config))
+                if config.incremental.carry_traffic else {}
             )
-            carried["seconds"] = round(time.perf_counter() - started, 3)
+            events = inputs(read_check_events(storage, dirty, horizons))
+            # Every silver table once (the ones not in silver/ built from the events), shared by all checks.
+            ctx = check_context(events, silver, check_config(config))
+            violations = stage_violations(
+                ctx, REGISTRY, dirty, f"{staging_dir(storage.lake, run_id)}/violations", config.spark.concurrent_queries
+            )
+            if storage.exists(VIOLATIONS_TABLE):
+                violations = violations.join(
+                    first_reports(violations, storage.read_where(VIOLATIONS_TABLE, "cluster_id", dirty), completed),
+                    "violation_id",
+                    "left",
+                ).withColumn("run_id", F.coalesce(F.col("_first_run"), F.lit(run_id)))
+                violations = violations.withColumn("first_seen_at", F.coalesce(F.col("_first_seen"), seen_at))
+            else:
+                violations = violations.withColumn("run_id", F.lit(run_id)).withColumn("first_seen_at", seen_at)
+            violations = violations.withColumn("last_seen_at", seen_at)
+            violations = violations.select("run_id", "violation_id", *CHECK_COLUMNS, *SEEN_COLUMNS)
+            rejected = [r.asDict() for r in rejected_isr_joins(events).orderBy("cluster_id", "reason").collect()]
+            storage.replace_where(VIOLATIONS_TABLE, violations, "cluster_id", dirty)
+            problems = [p.to_dict() for p in input_problems(events)]
+            write_input_problems(spark, storage, problems, dirty, run_id)
+            mark_built(spark, storage, GOLD_STATE_TABLE, dirty, fps, run_id)
+            remove_staging(staging_dir(storage.lake, run_id))
+            carried = {"read_from": {c: iso_of(h) for c, h in sorted(horizons.items())}}
+            if config.incremental.carry_traffic and supports_carry(storage):
+                started = time.perf_counter()
+                carried["next"] = write_carries(
+                    spark, storage, ctx, REGISTRY, dirty, horizons, config.incremental.traffic_lag_minutes
+                )
+                carried["seconds"] = round(time.perf_counter() - started, 3)
     entries = load_suppressions(config.checks.suppressions_file, {spec.id for spec in REGISTRY})
     if not storage.exists(VIOLATIONS_TABLE):
         detail = {

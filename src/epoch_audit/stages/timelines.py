@@ -11,7 +11,7 @@ from epoch_audit.lake.storage import LakeStorage
 from epoch_audit.lake.tables import EVENTS_TABLE, SILVER_STATE_TABLE, silver_table
 from epoch_audit.silver.tables import SILVER_TABLES
 from epoch_audit.spark import run_concurrently
-from epoch_audit.stages.base import StageResult, check_config, short_run_inputs
+from epoch_audit.stages.base import ShortRunInputs, StageResult, check_config
 from epoch_audit.stages.carry import read_state_events
 from epoch_audit.stages.state import mark_built, stale_clusters
 
@@ -31,9 +31,21 @@ def run_timelines(spark: SparkSession, storage: LakeStorage, config: AppConfig, 
     dirty, fps = stale_clusters(storage, SILVER_STATE_TABLE)
     if not dirty:
         return StageResult("timelines", "ran", {"tables": sorted(builders), "clusters": []})
+    with ShortRunInputs() as inputs:
+        dirty = rebuild_silver(storage, config, dirty, sorted(fps), inputs)
+    mark_built(spark, storage, SILVER_STATE_TABLE, dirty, fps, run_id)
+    return StageResult("timelines", "ran", {"tables": sorted(builders), "clusters": dirty})
+
+
+def rebuild_silver(
+    storage: LakeStorage, config: AppConfig, dirty: list[str], all_clusters: list[str], inputs: ShortRunInputs
+) -> list[str]:
+    """Build every silver table of ``dirty`` from their state events and replace their rows; every
+    cluster of ``all_clusters`` when a build changed a table's schema. Returns the clusters rebuilt."""
+    builders = SILVER_TABLES
     cfg = check_config(config)
     # Silver never reads request-log traffic: state events only (a fraction of a busy cluster's).
-    events = short_run_inputs(read_state_events(storage, dirty))
+    events = inputs(read_state_events(storage, dirty))
     workers = config.spark.concurrent_queries
     names = sorted(builders)
     # Built and written on concurrent threads (epoch_audit.spark.run_concurrently): the tables
@@ -46,8 +58,8 @@ def run_timelines(spark: SparkSession, storage: LakeStorage, config: AppConfig, 
     ]
     if changed:  # a new build changed a silver schema: rebuild every cluster of every table
         log.warning("silver schema changed (%s): rebuilding every cluster", ", ".join(changed))
-        dirty = sorted(fps)
-        events = short_run_inputs(read_state_events(storage, dirty))
+        dirty = all_clusters
+        events = inputs(read_state_events(storage, dirty))
         run_concurrently(
             [lambda n=n: storage.overwrite(silver_table(n), builders[n](events, cfg)) for n in names], workers
         )
@@ -56,5 +68,4 @@ def run_timelines(spark: SparkSession, storage: LakeStorage, config: AppConfig, 
             [lambda n=n: storage.replace_where(silver_table(n), built[n], "cluster_id", dirty) for n in names], workers
         )
         log.info("silver rebuilt for %d cluster(s): %s", len(dirty), ", ".join(names))
-    mark_built(spark, storage, SILVER_STATE_TABLE, dirty, fps, run_id)
-    return StageResult("timelines", "ran", {"tables": sorted(builders), "clusters": dirty})
+    return dirty

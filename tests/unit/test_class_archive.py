@@ -1,0 +1,82 @@
+"""The class archive's bookkeeping (epoch_audit.class_archive): which JVM options a session gets,
+and the claim that keeps two sessions from writing it at once. Pure Python; the real JVM writing
+and mapping it is tests/e2e/test_class_archive.py."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from epoch_audit import class_archive
+
+
+@pytest.fixture
+def spark_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("EPOCH_AUDIT_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv(class_archive.ARCHIVE_ENV, raising=False)
+    home = tmp_path / "spark"
+    (home / "jars").mkdir(parents=True)
+    (home / "jars" / "spark-core.jar").write_bytes(b"core")
+    return home
+
+
+def test_first_session_claims_and_writes_at_exit(spark_home: Path) -> None:
+    options, tmp, final = class_archive.java_options(str(spark_home))
+    assert tmp is not None and final is not None
+    assert tmp.is_file() and tmp.stat().st_size == 0  # the claim
+    assert f"-XX:ArchiveClassesAtExit={tmp}" in options
+    assert final.parent == Path(os.environ["EPOCH_AUDIT_CACHE"]) / "class-archive"
+    # a session starting meanwhile neither writes nor maps one
+    assert class_archive.java_options(str(spark_home)) == ([], None, None)
+
+
+def test_a_written_archive_is_mapped(spark_home: Path) -> None:
+    final = class_archive.archive_path(str(spark_home))
+    assert final is not None
+    final.parent.mkdir(parents=True)
+    final.write_bytes(b"archive")
+    options, tmp, _ = class_archive.java_options(str(spark_home))
+    assert options[0] == f"-XX:SharedArchiveFile={final}" and tmp is None
+
+
+def test_other_jars_name_another_archive(spark_home: Path) -> None:
+    before = class_archive.archive_path(str(spark_home))
+    (spark_home / "jars" / "delta.jar").write_bytes(b"delta")
+    assert class_archive.archive_path(str(spark_home)) != before
+
+
+def test_a_stale_claim_is_taken_over(spark_home: Path) -> None:
+    final = class_archive.archive_path(str(spark_home))
+    assert final is not None
+    final.parent.mkdir(parents=True)
+    dead = final.with_name(f"{final.name}.1.tmp")
+    dead.touch()
+    old = time.time() - class_archive.STALE_SECONDS - 10
+    os.utime(dead, (old, old))
+    _, tmp, _ = class_archive.java_options(str(spark_home))
+    assert tmp is not None and not dead.exists()
+
+
+def test_off_and_sessions_that_do_not_write(spark_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert class_archive.java_options(str(spark_home), write=False) == ([], None, None)
+    monkeypatch.setenv(class_archive.ARCHIVE_ENV, "off")
+    assert class_archive.java_options(str(spark_home)) == ([], None, None)
+
+
+def test_no_jvm_of_ours_releases_the_claim(spark_home: Path) -> None:
+    _, tmp, final = class_archive.java_options(str(spark_home))
+    assert tmp is not None and final is not None
+    class_archive.rename_when_written(None, tmp, final)
+    assert not tmp.exists() and not final.exists()
+
+
+def test_short_run_heap_options() -> None:
+    from epoch_audit.spark import short_run_java_options
+
+    assert short_run_java_options("2g").endswith("-XX:+UseParallelGC -XX:NewRatio=1 -Xms2g")
+    assert short_run_java_options("512m").endswith("-Xms512m")
+    assert short_run_java_options("6g").endswith("-Xms2g")  # the test session's heap is not committed whole
+    assert "-Xms" not in short_run_java_options("1.5g")  # not a JVM size: left to the JVM
