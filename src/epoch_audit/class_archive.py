@@ -78,7 +78,7 @@ def archive_path(spark_home: str) -> Path | None:
         return None
     digest = hashlib.sha256()
     stat = java.stat()
-    digest.update(f"{java}|{stat.st_size}|{stat.st_mtime_ns}|{sys.executable}\n".encode())
+    digest.update(f"{java}|{stat.st_size}|{stat.st_mtime_ns}\n".encode())
     jars = Path(spark_home) / "jars"
     for jar in sorted(jars.glob("*.jar")) if jars.is_dir() else []:
         st = jar.stat()
@@ -90,6 +90,8 @@ def java_options(spark_home: str, write: bool = True) -> tuple[list[str], Path |
     """(JVM options, temporary file the JVM will write, final archive): map the archive when it
     exists, else (``write``) have the JVM write one at exit, unless another session claimed that."""
     if os.environ.get(ARCHIVE_ENV, "").lower() in {"off", "0", "false", "no"}:
+        return [], None, None
+    if os.name != "posix":  # the watcher's liveness probe (signal 0) would end a process elsewhere
         return [], None, None
     final = archive_path(spark_home)
     if final is None:

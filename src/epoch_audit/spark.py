@@ -216,7 +216,12 @@ def get_spark(
     elif extra_conf:
         for key, value in extra_conf.items():
             builder = builder.config(key, str(value))
-    spark = _start_with_stdout_on_stderr(builder)
+    try:
+        spark = _start_with_stdout_on_stderr(builder)
+    except BaseException:
+        if archive_tmp is not None:  # no JVM will write it: free the claim for the next session
+            archive_tmp.unlink(missing_ok=True)
+        raise
     if not is_connect(spark):  # Connect has no SparkContext; log4j2.properties quiets its server
         spark.sparkContext.setLogLevel("ERROR")
         if archive_tmp is not None and archive is not None:
