@@ -36,7 +36,8 @@ STALE_SECONDS = 3600
 _WATCHER = """
 import os, sys, time
 pid, tmp, final = int(sys.argv[1]), sys.argv[2], sys.argv[3]
-deadline = time.time() + 600
+DYNAMIC_ARCHIVE_MAGIC = bytes.fromhex("a8ab0bf0")  # CDS_DYNAMIC_ARCHIVE_MAGIC 0xf00baba8, little-endian
+deadline = time.time() + 86400  # a long run's JVM: it writes the archive when it ends
 while time.time() < deadline:
     try:
         os.kill(pid, 0)
@@ -48,9 +49,11 @@ while time.time() < deadline:
 else:
     sys.exit(0)
 try:
-    if os.path.getsize(tmp) > 0:
+    with open(tmp, "rb") as archive:
+        magic = archive.read(4)
+    if magic == DYNAMIC_ARCHIVE_MAGIC:  # HotSpot writes the header last: a whole archive
         os.replace(tmp, final)
-    else:  # the JVM wrote nothing (it did not exit normally): free the claim
+    else:  # the JVM wrote nothing or was killed while writing: free the claim
         os.unlink(tmp)
 except OSError:
     pass
@@ -96,22 +99,24 @@ def java_options(spark_home: str, write: bool = True) -> tuple[list[str], Path |
     final = archive_path(spark_home)
     if final is None:
         return [], None, None
+    claimed = False
+    now = time.time()
+    for other in final.parent.glob("*.tmp") if final.parent.is_dir() else []:
+        try:
+            if now - other.stat().st_mtime >= STALE_SECONDS:
+                other.unlink()  # left by a JVM that died, or a watcher that gave up
+            elif other.name.startswith(final.name + "."):
+                claimed = True  # another session's JVM writes it: there next time
+        except OSError:
+            continue
     if final.is_file():
         return [f"-XX:SharedArchiveFile={final}", QUIET], None, None
-    if not write:
+    if not write or claimed:
         return [], None, None
     try:
         final.parent.mkdir(parents=True, exist_ok=True)
     except OSError:
         return [], None, None
-    now = time.time()
-    for tmp in final.parent.glob(final.name + ".*.tmp"):
-        try:
-            if now - tmp.stat().st_mtime < STALE_SECONDS:
-                return [], None, None  # claimed by another session's JVM: there next time
-            tmp.unlink()
-        except OSError:
-            continue
     tmp = final.with_name(f"{final.name}.{os.getpid()}.tmp")
     try:
         tmp.touch()  # the claim: other sessions starting meanwhile do not write one too

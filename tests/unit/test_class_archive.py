@@ -80,3 +80,25 @@ def test_short_run_heap_options() -> None:
     assert short_run_java_options("512m").endswith("-Xms512m")
     assert short_run_java_options("6g").endswith("-Xms2g")  # the test session's heap is not committed whole
     assert "-Xms" not in short_run_java_options("1.5g")  # not a JVM size: left to the JVM
+
+
+def _watch_an_ended_process(tmp: Path, final: Path) -> None:
+    import subprocess
+    import sys
+
+    ended = subprocess.Popen([sys.executable, "-c", "pass"])
+    ended.wait()
+    subprocess.run([sys.executable, "-c", class_archive._WATCHER, str(ended.pid), str(tmp), str(final)],
+                   check=True, timeout=60)
+
+
+def test_the_watcher_names_only_a_whole_archive(tmp_path: Path) -> None:
+    final = tmp_path / "spark-x.jsa"
+    cut = tmp_path / "spark-x.jsa.1.tmp"
+    cut.write_bytes(b"\0" * 4096)  # killed while writing: HotSpot writes the header last
+    _watch_an_ended_process(cut, final)
+    assert not cut.exists() and not final.exists()
+    whole = tmp_path / "spark-x.jsa.2.tmp"
+    whole.write_bytes(bytes.fromhex("a8ab0bf0") + b"\0" * 4096)
+    _watch_an_ended_process(whole, final)
+    assert not whole.exists() and final.read_bytes().startswith(bytes.fromhex("a8ab0bf0"))
