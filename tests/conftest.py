@@ -19,6 +19,20 @@ settings.register_profile("repeatable", derandomize=True, deadline=None, print_b
 settings.load_profile("repeatable")
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The files with `slow` tests first, the most slow tests first, then the rest as collected.
+
+    xdist hands each worker a whole file at a time in this order (``--no-loadscope-reorder`` in
+    pyproject.toml; its own order puts the files with the most tests first, which left a
+    ten-minute file such as the lab's to the end, one worker busy and the other idle).
+    """
+    slow: dict[object, int] = {}
+    for item in items:
+        if item.get_closest_marker("slow") is not None:
+            slow[item.path] = slow.get(item.path, 0) + 1
+    items.sort(key=lambda item: -slow.get(item.path, 0))  # stable: the rest keep their order
+
+
 @pytest.fixture(scope="session")
 def spark():
     # One JVM serves every test file (~250 tests); plans of the big parsers and cached silver views add
