@@ -13,7 +13,10 @@ temporary name when its JVM exits (after this process, about ten seconds, in the
 empty file, made at the start, keeps sessions starting meanwhile from writing one too); a detached
 watcher renames it once that JVM is gone, so a session never maps a half-written file.
 HotSpot checks an archive against the JVM and the class path it was written with and ignores one
-that does not match. ``EPOCH_AUDIT_CLASS_ARCHIVE=off`` turns all of this off.
+that does not match. Each session that maps an archive marks it used (its modification time); a
+session that writes a new one removes the archives of other jar sets unused for 30 days (each
+about 180 MB: an upgraded Spark or a new virtualenv names a new one). ``EPOCH_AUDIT_CLASS_ARCHIVE=off``
+turns all of this off.
 """
 
 from __future__ import annotations
@@ -31,6 +34,8 @@ ARCHIVE_ENV = "EPOCH_AUDIT_CLASS_ARCHIVE"
 QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off"
 # A temporary archive older than this belongs to a JVM that died while writing it.
 STALE_SECONDS = 3600
+# An archive no session has mapped for this long belongs to a Spark or Java no longer run here.
+UNUSED_SECONDS = 30 * 86400
 
 # Renames the archive once the JVM (argv[1]) has exited; started detached, outlives this process.
 _WATCHER = """
@@ -110,6 +115,10 @@ def java_options(spark_home: str, write: bool = True) -> tuple[list[str], Path |
         except OSError:
             continue
     if final.is_file():
+        try:
+            os.utime(final)  # used now: not pruned while this Spark is run here
+        except OSError:
+            pass
         return [f"-XX:SharedArchiveFile={final}", QUIET], None, None
     if not write or claimed:
         return [], None, None
@@ -117,12 +126,23 @@ def java_options(spark_home: str, write: bool = True) -> tuple[list[str], Path |
         final.parent.mkdir(parents=True, exist_ok=True)
     except OSError:
         return [], None, None
+    _remove_unused(final.parent, now)
     tmp = final.with_name(f"{final.name}.{os.getpid()}.tmp")
     try:
         tmp.touch()  # the claim: other sessions starting meanwhile do not write one too
     except OSError:
         return [], None, None
     return [f"-XX:ArchiveClassesAtExit={tmp}", QUIET], tmp, final
+
+
+def _remove_unused(directory: Path, now: float) -> None:
+    """Remove the archives no session has mapped for :data:`UNUSED_SECONDS`."""
+    for archive in directory.glob("spark-*.jsa"):
+        try:
+            if now - archive.stat().st_mtime >= UNUSED_SECONDS:
+                archive.unlink()
+        except OSError:
+            continue
 
 
 def rename_when_written(jvm_pid: int | None, tmp: Path, final: Path) -> None:

@@ -60,6 +60,28 @@ def test_a_stale_claim_is_taken_over(spark_home: Path) -> None:
     assert tmp is not None and not dead.exists()
 
 
+def test_mapping_marks_used_and_a_new_archive_removes_unused_ones(spark_home: Path) -> None:
+    final = class_archive.archive_path(str(spark_home))
+    assert final is not None
+    final.parent.mkdir(parents=True)
+    unused, recent = final.with_name("spark-0000000000000001.jsa"), final.with_name("spark-0000000000000002.jsa")
+    for archive, age in ((unused, class_archive.UNUSED_SECONDS + 60), (recent, class_archive.UNUSED_SECONDS - 3600)):
+        archive.write_bytes(b"archive")
+        os.utime(archive, (time.time() - age, time.time() - age))
+    _, tmp, _ = class_archive.java_options(str(spark_home))  # this jar set has none yet: it writes one
+    assert tmp is not None and not unused.exists() and recent.exists()
+    # an archive that is mapped is used: its time moves on, so it is never the one removed
+    (spark_home / "jars" / "delta.jar").write_bytes(b"delta")
+    other = class_archive.archive_path(str(spark_home))
+    assert other is not None
+    other.write_bytes(b"archive")
+    old = time.time() - class_archive.UNUSED_SECONDS - 60
+    os.utime(other, (old, old))
+    options, _, _ = class_archive.java_options(str(spark_home))
+    assert options[0] == f"-XX:SharedArchiveFile={other}"
+    assert time.time() - other.stat().st_mtime < 60
+
+
 def test_off_and_sessions_that_do_not_write(spark_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert class_archive.java_options(str(spark_home), write=False) == ([], None, None)
     monkeypatch.setenv(class_archive.ARCHIVE_ENV, "off")
