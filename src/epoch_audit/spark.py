@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 from pyspark.sql import SparkSession
 
-from epoch_audit import class_archive
+from epoch_audit import class_archive, jvm_names
 from epoch_audit.class_archive import cache_root
 
 log = logging.getLogger(__name__)
@@ -177,6 +177,8 @@ def get_spark(
     """
     active = SparkSession.getActiveSession()
     if active is not None:
+        if not is_connect(active):
+            jvm_names.install(active)
         ship_imported_wheel(active)
         return active
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -224,6 +226,7 @@ def get_spark(
         raise
     if not is_connect(spark):  # Connect has no SparkContext; log4j2.properties quiets its server
         spark.sparkContext.setLogLevel("ERROR")
+        jvm_names.install(spark)
         if archive_tmp is not None and archive is not None:
             jvm = getattr(spark.sparkContext._gateway, "proc", None)
             class_archive.rename_when_written(getattr(jvm, "pid", None), archive_tmp, archive)
