@@ -11,18 +11,27 @@ same round as the bundled count. For an ``UnexpectedRowsExpectation`` the row co
 - a sample of a condition whose unexpected count is 0 is the empty list GX would have fetched (the
   same condition on the same domain matches no row), so no job runs;
 - an offending-rows query runs once: when it returned fewer than ``MAX_RESULT_RECORDS`` rows, that
-  is its row count; otherwise GX counts it as before.
+  is its row count; otherwise GX counts it as before;
+- the offending-rows queries of one round over the same batch run as one query (a ``UNION ALL`` of
+  each query's first ``MAX_RESULT_RECORDS`` rows, each row carried as JSON), not one each: a table's
+  SQL expectations cost one Spark query. Only queries whose columns are all strings are folded (the
+  suites cast their keys to strings), so each row comes back as GX's own ``Row.asDict()`` would.
 Everything else (and every case it cannot match) goes to GX unchanged, so results are GX's own.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from great_expectations.constants import MAX_RESULT_RECORDS
 from great_expectations.core.id_dict import IDDict
+from great_expectations.core.metric_domain_types import MetricDomainTypes
 from great_expectations.core.metric_function_types import SummarizationMetricNameSuffixes
 from great_expectations.execution_engine.sparkdf_execution_engine import SparkDFExecutionEngine
+from great_expectations.expectations.metrics.query_metrics.query_table.unexpected_rows_query_table import (
+    UnexpectedRowsQueryTable,
+)
 from great_expectations.util import convert_to_json_serializable  # noqa: TID251 - as GX engine does
 from great_expectations.validator.metric_configuration import MetricConfiguration
 
@@ -32,6 +41,8 @@ INDEX_LIST = SummarizationMetricNameSuffixes.UNEXPECTED_INDEX_LIST.value
 AGGREGATE_SUFFIX = "aggregate_fn"
 ROWS_TABLE = "unexpected_rows_query.table"
 ROWS_COUNT = "unexpected_rows_query.row_count"
+# The view GX registers the batch as before it runs an offending-rows query (QueryTable._spark).
+GX_BATCH_VIEW = "tmp_view"
 
 
 def _count_id(config: Any, suffix: str) -> Any:
@@ -97,9 +108,11 @@ class BundledSparkEngine(SparkDFExecutionEngine):
             or c.metric_configuration.metric_name == ROWS_TABLE
         ]
         rest = [c for c in metric_fn_direct_configurations if c not in first]
+        folded = self._offending_rows_folded([c for c in first if c.metric_configuration.metric_name == ROWS_TABLE])
+        resolved.update(folded)
         resolved.update(
             super()._process_direct_and_bundled_metric_computation_configurations(
-                metric_fn_direct_configurations=first,
+                metric_fn_direct_configurations=[c for c in first if c.metric_configuration.id not in folded],
                 metric_fn_bundle_configurations=bundle,
             )
         )
@@ -127,6 +140,63 @@ class BundledSparkEngine(SparkDFExecutionEngine):
                 )
             )
         return resolved
+
+    def _offending_rows_folded(self, configs: list[Any]) -> dict:
+        """{metric id: rows} of the offending-rows queries in ``configs`` that run as one query per batch.
+
+        What GX's ``QueryTable._spark`` returns for each: the batch as view ``tmp_view``, the query's
+        first ``MAX_RESULT_RECORDS`` rows, each as a dict. A batch with one query, a query with a
+        column that is not a string, and a batch whose folded query fails are left to GX.
+        """
+        by_domain: dict[Any, list[Any]] = {}
+        for config in configs:
+            domain = IDDict(config.metric_configuration.metric_domain_kwargs or {})
+            by_domain.setdefault(domain.to_id(), []).append(config)
+        out: dict = {}
+        for group in by_domain.values():
+            if len(group) < 2:
+                continue
+            try:
+                df, _, _ = self.get_compute_domain(
+                    dict(group[0].metric_configuration.metric_domain_kwargs or {}), domain_type=MetricDomainTypes.TABLE
+                )
+                df.createOrReplaceTempView(GX_BATCH_VIEW)
+                queries = {}
+                for config in group:
+                    kwargs = config.metric_configuration.metric_value_kwargs or {}
+                    if kwargs.get("fetch_all"):
+                        continue
+                    try:
+                        query = UnexpectedRowsQueryTable._format_query(
+                            UnexpectedRowsQueryTable._get_query_from_metric_value_kwargs(dict(kwargs)),
+                            batch=GX_BATCH_VIEW,
+                        )
+                        columns = self.spark.sql(query).schema.fields
+                    except Exception:  # noqa: BLE001 - a query that does not analyse: GX reports it
+                        continue
+                    if all(type(f.dataType).__name__ == "StringType" for f in columns):
+                        queries[config.metric_configuration.id] = (query, [f.name for f in columns])
+                if len(queries) < 2:
+                    continue
+                out.update(self._run_folded(queries))
+            except Exception:  # noqa: BLE001 - GX runs (and reports) these queries one by one
+                continue
+        return out
+
+    def _run_folded(self, queries: dict[Any, tuple[str, list[str]]]) -> dict:
+        """Run ``{metric id: (query, its columns)}`` as one ``UNION ALL``; {metric id: [row dict]}."""
+        ids = list(queries)
+        branches = [
+            f"SELECT {index} AS _ea_query, TO_JSON(STRUCT(*), MAP('ignoreNullFields', 'false')) AS _ea_row "
+            f"FROM (SELECT * FROM ({queries[key][0]}) LIMIT {MAX_RESULT_RECORDS})"
+            for index, key in enumerate(ids)
+        ]
+        rows: dict[Any, list[dict]] = {key: [] for key in ids}
+        for row in self.spark.sql("\nUNION ALL\n".join(branches)).collect():
+            key = ids[row["_ea_query"]]
+            values = json.loads(row["_ea_row"])
+            rows[key].append({column: values.get(column) for column in queries[key][1]})
+        return rows
 
     def _aggregate_early(self, configs: list[Any], resolved: dict) -> None:
         """Compute the aggregates whose expressions ``configs`` just built, one ``agg`` per domain.
