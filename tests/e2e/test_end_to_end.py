@@ -189,12 +189,14 @@ def _free_port() -> int:
 @pytest.fixture(scope="module")
 def connect_server(tmp_path_factory):
     """A Spark Connect server in a JVM of its own (what Spark's start-connect-server.sh runs), on a
-    free port, with Delta's package (fetched once into the Ivy cache the CLI uses)."""
+    free port, with Delta's package (fetched once into the Ivy cache the CLI uses). Set up as a
+    short run, as the test session is (no C2, no generated code, one-partition inputs): the data
+    is small, and its results are the same either way."""
     import pyspark
 
     from epoch_audit.config import DELTA_SPARK_PACKAGE
     from epoch_audit.lake.delta_spark import delta_session_conf
-    from epoch_audit.spark import ivy_cache_dir
+    from epoch_audit.spark import SHORT_RUN_CONF, ivy_cache_dir, short_run_java_options
 
     work = tmp_path_factory.mktemp("connect-server")
     port = _free_port()
@@ -208,6 +210,8 @@ def connect_server(tmp_path_factory):
         "spark.sql.sources.partitionOverwriteMode": "dynamic",
         "spark.ui.enabled": "false",
         "spark.jars.ivy": ivy_cache_dir(),
+        "spark.driver.extraJavaOptions": short_run_java_options("1g"),
+        **SHORT_RUN_CONF,
         **delta_session_conf(),
     }
     log = (work / "server.log").open("w")
