@@ -22,6 +22,20 @@ from typing import Any
 from py4j.java_gateway import JavaClass, JavaMember, JVMView
 
 
+def _remembered(obj: Any, store: str, name: str, resolve: Any, keep: Any) -> Any:
+    """``resolve(obj, name)``, answered from ``obj.<store>`` when it was kept there before; what
+    ``keep`` turns a fresh answer into is kept (None: not kept). ``store`` is read from the instance
+    dict: before ``__init__`` sets it, a lookup must not recurse into ``__getattr__``."""
+    kept = obj.__dict__.get(store)
+    found = kept.get(name) if kept is not None else None
+    if found is None:
+        found = resolve(obj, name)
+        remembered = keep(found) if kept is not None else None
+        if remembered is not None:
+            kept[name] = found = remembered
+    return found
+
+
 class _MethodCachingClass(JavaClass):
     """A ``JavaClass`` whose static methods are looked up in the JVM once."""
 
@@ -30,14 +44,8 @@ class _MethodCachingClass(JavaClass):
         self._ea_members: dict[str, JavaMember] = {}
 
     def __getattr__(self, name: str) -> Any:
-        members = self.__dict__.get("_ea_members")
-        found = members.get(name) if members is not None else None
-        if found is not None:
-            return found
-        found = JavaClass.__getattr__(self, name)
-        if members is not None and type(found) is JavaMember:
-            members[name] = found
-        return found
+        return _remembered(self, "_ea_members", name, JavaClass.__getattr__,
+                           lambda found: found if type(found) is JavaMember else None)
 
 
 class CachingJVMView(JVMView):
@@ -48,15 +56,12 @@ class CachingJVMView(JVMView):
         self._ea_classes: dict[str, JavaClass] = {}
 
     def __getattr__(self, name: str) -> Any:
-        classes = self.__dict__.get("_ea_classes")
-        found = classes.get(name) if classes is not None else None
-        if found is not None:
-            return found
-        found = JVMView.__getattr__(self, name)
-        if classes is not None and type(found) is JavaClass:
-            found = _MethodCachingClass(found._fqn, self._gateway_client)
-            classes[name] = found
-        return found
+        return _remembered(self, "_ea_classes", name, JVMView.__getattr__, self._methods_cached)
+
+    def _methods_cached(self, found: Any) -> JavaClass | None:
+        if type(found) is not JavaClass:
+            return None
+        return _MethodCachingClass(found._fqn, self._gateway_client)
 
 
 def install(spark: Any) -> None:
