@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 from pyspark.sql import SparkSession
 
-from epoch_audit import class_archive, jvm_names
+from epoch_audit import class_archive, jvm_names, one_partition
 from epoch_audit.class_archive import cache_root
 
 log = logging.getLogger(__name__)
@@ -76,13 +76,13 @@ def short_run_java_options(driver_memory: str) -> str:
     if size is None:  # a form the JVM reads otherwise: leave the initial heap to it
         return SHORT_RUN_JAVA_OPTIONS
     return f"{SHORT_RUN_JAVA_OPTIONS} -Xms{driver_memory if size <= 2**31 else '2g'}"
-# Set in short runs: the timelines and check stages read their inputs as one partition each
-# (:func:`epoch_audit.stages.base.short_run_inputs`).
-ONE_PARTITION_INPUTS = "spark.epoch_audit.onePartitionInputs"
+ONE_PARTITION_INPUTS = one_partition.ONE_PARTITION_INPUTS
 SHORT_RUN_CONF: dict[str, str] = {
     "spark.sql.codegen.wholeStage": "false",
     "spark.sql.codegen.factoryMode": "NO_CODEGEN",  # interpreted expressions: no Janino compile per plan
-    ONE_PARTITION_INPUTS: "true",
+    ONE_PARTITION_INPUTS: "true",  # and joins and unions keep one partition (epoch_audit.one_partition)
+    # A join's size estimate multiplies its sides': never above the limit, a short run's shortcut holds.
+    "spark.sql.maxSinglePartitionBytes": str(2**63 - 1),
     # A broadcast is a job of its own; over one-partition inputs a sort-merge join needs no shuffle.
     "spark.sql.autoBroadcastJoinThreshold": "-1",
 }
@@ -179,6 +179,7 @@ def get_spark(
     if active is not None:
         if not is_connect(active):
             jvm_names.install(active)
+            one_partition.install()
         ship_imported_wheel(active)
         return active
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -227,6 +228,7 @@ def get_spark(
     if not is_connect(spark):  # Connect has no SparkContext; log4j2.properties quiets its server
         spark.sparkContext.setLogLevel("ERROR")
         jvm_names.install(spark)
+        one_partition.install()
         if archive_tmp is not None and archive is not None:
             jvm = getattr(spark.sparkContext._gateway, "proc", None)
             class_archive.rename_when_written(getattr(jvm, "pid", None), archive_tmp, archive)

@@ -1,0 +1,73 @@
+"""In a short run, joins and unions over one-partition inputs plan no shuffle; elsewhere Spark's plan."""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+from pyspark import StorageLevel
+from pyspark.sql import functions as F
+
+from epoch_audit import one_partition
+from epoch_audit.one_partition import ONE_PARTITION_INPUTS
+
+
+@contextmanager
+def _short_run(spark, on: bool):
+    """The session as a short run (``on``) or not, restored after."""
+    before = spark.conf.get(ONE_PARTITION_INPUTS, "false")
+    spark.conf.set(ONE_PARTITION_INPUTS, "true" if on else "false")
+    try:
+        yield
+    finally:
+        spark.conf.set(ONE_PARTITION_INPUTS, before)
+
+
+def _inputs(spark):
+    """Two one-partition cached inputs, as ShortRunInputs holds them, read once: Spark knows their
+    size (an unread in-memory DataFrame's is unknown, the largest a size can be; a Parquet table's
+    is its files')."""
+    brokers = spark.createDataFrame([(b, f"host-{b}") for b in range(6)], "broker int, host string")
+    epochs = spark.createDataFrame([(b % 6, e) for b in range(40) for e in range(3)], "broker int, epoch int")
+    held = [df.coalesce(1).persist(StorageLevel.MEMORY_AND_DISK) for df in (brokers, epochs)]
+    for df in held:
+        df.count()
+    return held
+
+
+def _checks_like(brokers, epochs):
+    """A join, a union over it, a join of that with an input, and an aggregate: a check's shape."""
+    joined = epochs.join(brokers, "broker")
+    both = joined.unionByName(joined.withColumn("epoch", F.col("epoch") + 10))
+    again = both.join(brokers.withColumnRenamed("host", "h2"), "broker")
+    return again.groupBy("broker").agg(F.count("*").alias("n"), F.max("epoch").alias("top"))
+
+
+def _shuffles(df) -> int:
+    return df._jdf.queryExecution().executedPlan().toString().count("Exchange")
+
+
+def test_short_run_plans_no_shuffle_and_the_answer_is_unchanged(spark):
+    brokers, epochs = _inputs(spark)
+    try:
+        with _short_run(spark, True):
+            short = _checks_like(brokers, epochs)
+            assert _shuffles(short) == 0
+            short_rows = sorted(short.collect())
+        with _short_run(spark, False):
+            plain = _checks_like(brokers, epochs)
+            assert _shuffles(plain) > 0  # Spark's own plan: the join's sides and the union shuffled
+            plain_rows = sorted(plain.collect())
+        assert short_rows == plain_rows
+        assert short_rows[0]["n"] == 2 * 7 * 3 and short_rows[0]["top"] == 12
+    finally:
+        brokers.unpersist()
+        epochs.unpersist()
+
+
+def test_install_wraps_once(spark):
+    from pyspark.sql.classic.dataframe import DataFrame
+
+    join = DataFrame.join
+    one_partition.install()
+    assert DataFrame.join is join
+    assert getattr(join, "_epoch_audit_one_partition", False)
