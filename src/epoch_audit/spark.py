@@ -83,6 +83,8 @@ SHORT_RUN_CONF: dict[str, str] = {
     ONE_PARTITION_INPUTS: "true",  # and joins and unions keep one partition (epoch_audit.one_partition)
     # A join's size estimate multiplies its sides': never above the limit, a short run's shortcut holds.
     "spark.sql.maxSinglePartitionBytes": str(2**63 - 1),
+    # The code's broadcast hints (for large data) would make a job of each broadcast; ignored here.
+    "spark.sql.optimizer.disableHints": "true",
     # A broadcast is a job of its own; over one-partition inputs a sort-merge join needs no shuffle.
     "spark.sql.autoBroadcastJoinThreshold": "-1",
 }
