@@ -90,7 +90,7 @@ def run_ours(spark: Any, storage: Any, corpus: Path, config: Any, stages: list[s
     run_id = "bench-" + time.strftime("%Y%m%dT%H%M%S", time.gmtime())
     for stage in stages:
         sampler.stage = stage
-        cpu_before = cpu_seconds(sampler.jvm_pid)
+        cpu_before = cpu_seconds(sampler.jvm_pid, sampler)
         started = time.perf_counter()
         if stage == "ingest":
             res = ingest(spark, storage, [str(corpus)], config, run_id)
@@ -103,7 +103,7 @@ def run_ours(spark: Any, storage: Any, corpus: Path, config: Any, stages: list[s
             res_checks, _ = run_checks(spark, storage, config, run_id)
             detail = res_checks.detail
         seconds = time.perf_counter() - started
-        cpu = cpu_seconds(sampler.jvm_pid) - cpu_before
+        cpu = cpu_seconds(sampler.jvm_pid, sampler) - cpu_before
         sampler.sample()
         out[stage] = {"seconds": round(seconds, 3), "cpu_seconds": round(cpu, 1), "detail": detail}
         log.info("bench: ours %s %.1f s (%.1f CPU s)", stage, seconds, cpu)

@@ -60,15 +60,22 @@ def _cpu_ticks(pid: int) -> int:
         return 0
 
 
-def cpu_seconds(jvm_pid: int | None) -> float:
+def cpu_seconds(jvm_pid: int | None, sampler: MemorySampler | None = None) -> float:
     """CPU seconds used so far by the driver JVM, this Python driver and the PySpark workers.
 
-    Workers that exited count through their reaped parent (the daemon's, or the JVM's, cutime).
-    On a shared machine this is the figure that does not depend on the other tenants' load.
+    PySpark's daemon ignores SIGCHLD, so the kernel drops the CPU of a worker that exited instead
+    of adding it to the daemon's: with a ``sampler`` running, the workers gone since are counted at
+    their last sampled figure (at most one sampling interval short each); without one, only the
+    live workers count. On a shared machine this is the figure that does not depend on the other
+    tenants' load.
     """
     ticks = _cpu_ticks(os.getpid())
     if jvm_pid:
-        ticks += _cpu_ticks(jvm_pid) + sum(_cpu_ticks(p) for p in _python_workers(jvm_pid))
+        ticks += _cpu_ticks(jvm_pid)
+        if sampler is not None:
+            ticks += sampler.worker_ticks()
+        else:
+            ticks += sum(_cpu_ticks(p) for p in _python_workers(jvm_pid))
     return ticks / os.sysconf("SC_CLK_TCK")
 
 
@@ -89,6 +96,9 @@ class MemorySampler:
         self.interval = interval
         self.stage = "startup"
         self.peaks: dict[str, dict[str, float]] = {}
+        self._live_ticks: dict[int, int] = {}  # CPU ticks last read of each live worker
+        self._gone_ticks = 0  # of the workers that exited since (the kernel keeps them nowhere)
+        self._ticks_lock = threading.Lock()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="bench-memory", daemon=True)
 
@@ -100,10 +110,26 @@ class MemorySampler:
         self._stop.set()
         self._thread.join(timeout=5)
 
+    def worker_ticks(self) -> int:
+        """CPU ticks of every PySpark worker seen so far, live or exited (read now)."""
+        if self.jvm_pid:
+            self._note_worker_ticks(_python_workers(self.jvm_pid))
+        with self._ticks_lock:
+            return self._gone_ticks + sum(self._live_ticks.values())
+
+    def _note_worker_ticks(self, pids: list[int]) -> None:
+        with self._ticks_lock:
+            # a worker that exits between the listing and the read keeps its last figure
+            now = {p: max(_cpu_ticks(p), self._live_ticks.get(p, 0)) for p in pids}
+            self._gone_ticks += sum(t for p, t in self._live_ticks.items() if p not in now)
+            self._live_ticks = now
+
     def sample(self) -> None:
         jvm = rss_kb(self.jvm_pid) if self.jvm_pid else 0
         py = rss_kb(os.getpid())
-        workers = [rss_kb(p) for p in _python_workers(self.jvm_pid)] if self.jvm_pid else []
+        pids = _python_workers(self.jvm_pid) if self.jvm_pid else []
+        self._note_worker_ticks(pids)
+        workers = [rss_kb(p) for p in pids]
         now = {
             "driver_rss_mb": (jvm + py) / 1024,
             "jvm_rss_mb": jvm / 1024,
