@@ -27,6 +27,7 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
+from pyspark.sql import DataFrame
 from pyspark.sql.classic.dataframe import DataFrame as ClassicDataFrame
 
 # Set in short runs: the timelines and check stages read their inputs as one partition each
@@ -36,8 +37,8 @@ ONE_PARTITION_INPUTS = "spark.epoch_audit.onePartitionInputs"
 _WRAPPED = "_epoch_audit_one_partition"
 
 
-def is_one_partition_session(df: ClassicDataFrame) -> bool:
-    """Whether ``df``'s session is a short run that keeps its data in one partition."""
+def is_one_partition_session(df: DataFrame) -> bool:
+    """Whether ``df``'s session (classic or Connect) is a short run that keeps its data in one partition."""
     return df.sparkSession.conf.get(ONE_PARTITION_INPUTS, "false") == "true"
 
 

@@ -76,11 +76,12 @@ def short_run_java_options(driver_memory: str) -> str:
     if size is None:  # a form the JVM reads otherwise: leave the initial heap to it
         return SHORT_RUN_JAVA_OPTIONS
     return f"{SHORT_RUN_JAVA_OPTIONS} -Xms{driver_memory if size <= 2**31 else '2g'}"
-ONE_PARTITION_INPUTS = one_partition.ONE_PARTITION_INPUTS
+
+
 SHORT_RUN_CONF: dict[str, str] = {
     "spark.sql.codegen.wholeStage": "false",
     "spark.sql.codegen.factoryMode": "NO_CODEGEN",  # interpreted expressions: no Janino compile per plan
-    ONE_PARTITION_INPUTS: "true",  # and joins and unions keep one partition (epoch_audit.one_partition)
+    one_partition.ONE_PARTITION_INPUTS: "true",  # and joins and unions keep one partition (epoch_audit.one_partition)
     # A join's size estimate multiplies its sides': never above the limit, a short run's shortcut holds.
     "spark.sql.maxSinglePartitionBytes": str(2**63 - 1),
     # The code's broadcast hints (for large data) would make a job of each broadcast; ignored here.

@@ -10,7 +10,7 @@ from pyspark.sql import DataFrame
 
 from epoch_audit.config import AppConfig
 from epoch_audit.gold.context import CheckConfig
-from epoch_audit.spark import ONE_PARTITION_INPUTS
+from epoch_audit.one_partition import is_one_partition_session
 
 
 @dataclass
@@ -30,7 +30,7 @@ def check_config(config: AppConfig) -> CheckConfig:
 
 
 class ShortRunInputs:
-    """The stage's inputs as one cached partition each in a short run (``spark.ONE_PARTITION_INPUTS``),
+    """The stage's inputs as one cached partition each in a short run (``one_partition.ONE_PARTITION_INPUTS``),
     else unchanged; a context manager that releases the cached ones on exit.
 
     A single partition satisfies every distribution an operator asks for, so the windows,
@@ -46,7 +46,7 @@ class ShortRunInputs:
         self._held: list[DataFrame] = []
 
     def __call__(self, df: DataFrame) -> DataFrame:
-        if df.sparkSession.conf.get(ONE_PARTITION_INPUTS, "false") != "true":
+        if not is_one_partition_session(df):
             return df
         held = df.coalesce(1).persist(StorageLevel.MEMORY_AND_DISK)
         self._held.append(held)
