@@ -312,10 +312,15 @@ def _run_pipeline(args: argparse.Namespace, stages: list[str], console: Any = No
             )
     remote = config.spark.remote
     embedded = bool(config.spark.master) if not remote else remote.startswith("local")  # we start its JVM
-    # an object-store input is sized by listing its root, not asked per object
-    sized = [p for p in inputs if not objstore.is_remote(str(p))] + [
+    # What the run reads: local files in the --date / --since window (a night's deliveries, not the
+    # whole tree); an object-store input is sized by listing its root, not asked per object.
+    from epoch_audit.bronze.discover import in_window
+
+    unbounded = window == (None, None)
+    sized = [p for p in inputs if not objstore.is_remote(str(p)) and (unbounded or in_window(p, window))] + [
         u for u in getattr(args, "input", None) or [] if objstore.is_remote(u)]
-    short = embedded and is_short_run(sized, args.lake, config.spark.short_run_max_bytes)
+    lag = config.incremental.traffic_lag_minutes if config.incremental.carry_traffic else None
+    short = embedded and is_short_run(sized, args.lake, config.spark.short_run_max_bytes, lag)
     if short:
         log.debug("short run: JVM without C2, Spark without generated code (under spark.short_run_max_bytes)")
     extra_conf, packages = dict(config.spark.conf), []

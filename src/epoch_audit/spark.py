@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import atexit
+import datetime as dt
 import importlib.util
 import logging
 import os
@@ -121,16 +122,59 @@ def store_bytes(uris: list[str]) -> int:
     return sum(size for uri in uris for _, size, _ in objstore.list_files(uri))
 
 
-def is_short_run(inputs: list[Path | str], lake: str, max_bytes: int) -> bool:
-    """Whether a local run over ``inputs`` into ``lake`` is short: its inputs and the lake's bronze
-    events (what the stages read) hold fewer than ``max_bytes`` bytes. An S3 input or lake is sized
+def _as_date(value: Any) -> dt.date | None:
+    """A partition value as a date (delta-rs gives dates; a string partition value is ISO)."""
+    if value is None or isinstance(value, dt.date):
+        return value
+    try:
+        return dt.date.fromisoformat(str(value))
+    except ValueError:
+        return None
+
+
+def bronze_bytes_read(events: Path, traffic_lag_minutes: int | None) -> int:
+    """Bytes of the local ``bronze/events`` files a run reads, from the table's Delta log: every
+    state partition, and per cluster the traffic partitions of the event days its carried horizon
+    (``traffic_lag_minutes`` before its latest traffic; None: no carry, all of them) can reach.
+    Files a compaction replaced wait on disk for ``maintain``'s vacuum and are never read. No
+    readable log: the directory's bytes."""
+    if not (events / "_delta_log").is_dir():
+        return local_bytes([events])
+    try:
+        import pyarrow as pa
+        from deltalake import DeltaTable
+
+        files = pa.table(DeltaTable(str(events)).get_add_actions(flatten=True)).to_pydict()
+    except Exception:  # another writer's log features, a torn log: sized as a directory
+        return local_bytes([events])
+    sizes = files["size_bytes"]
+    classes = files.get("partition.event_class", [None] * len(sizes))
+    clusters = files.get("partition.cluster_id", [None] * len(sizes))
+    days = [_as_date(d) for d in files.get("partition.event_date", [None] * len(sizes))]
+    with_lag = traffic_lag_minutes is not None
+    traffic = [c == "traffic" and d is not None and with_lag for c, d in zip(classes, days, strict=True)]
+    newest: dict[Any, dt.date] = {}
+    for is_traffic, cluster, day in zip(traffic, clusters, days, strict=True):
+        if is_traffic:
+            newest[cluster] = max(day, newest.get(cluster, day))
+    reach = dt.timedelta(days=-(-(traffic_lag_minutes or 0) // 1440))  # whole days, rounded up
+    return sum(
+        size for size, is_traffic, cluster, day in zip(sizes, traffic, clusters, days, strict=True)
+        if not is_traffic or day >= newest[cluster] - reach
+    )
+
+
+def is_short_run(inputs: list[Path | str], lake: str, max_bytes: int, traffic_lag_minutes: int | None = None) -> bool:
+    """Whether a local run over ``inputs`` (the files it reads: a ``--date`` night's deliveries, not
+    the whole tree) into ``lake`` is short: they and the lake's bronze events the stages read
+    (:func:`bronze_bytes_read`) hold fewer than ``max_bytes`` bytes. An S3 input or lake is sized
     by listing it (its objects' sizes come with the listing); another store's: never short."""
     from epoch_audit import objstore
 
     if max_bytes <= 0:
         return False
-    events = objstore.join(lake, "bronze/events") if objstore.is_remote(lake) else Path(lake) / "bronze" / "events"
-    places = [*inputs, events]
+    remote_lake = objstore.is_remote(lake)
+    places = [*inputs, objstore.join(lake, "bronze/events")] if remote_lake else list(inputs)
     remote = [p for p in places if isinstance(p, str) and objstore.is_remote(p)]
     if any(objstore.scheme(uri) not in objstore.S3_SCHEMES for uri in remote):
         return False
@@ -138,7 +182,8 @@ def is_short_run(inputs: list[Path | str], lake: str, max_bytes: int) -> bool:
         remote_size = store_bytes(remote)
     except OSError:  # sizes only decide the JVM's settings: unknown is long
         return False
-    return local_bytes([p for p in places if p not in remote]) + remote_size < max_bytes
+    lake_size = 0 if remote_lake else bronze_bytes_read(Path(lake) / "bronze" / "events", traffic_lag_minutes)
+    return local_bytes([p for p in places if p not in remote]) + lake_size + remote_size < max_bytes
 
 
 def is_connect(spark: SparkSession) -> bool:

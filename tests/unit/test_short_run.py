@@ -36,3 +36,66 @@ def test_zero_limit_or_remote_lake(tmp_path):
     inputs = [_write(tmp_path / "in" / "server.log", 10)]
     assert not is_short_run(inputs, str(tmp_path / "lake"), 0)
     assert not is_short_run(inputs, "gs://bucket/lake", 1000)  # a store other than S3: not sized
+
+
+def _bronze(lake: Path, parts: list[tuple[str, str, int]]) -> Path:
+    """A real Delta bronze/events table: rows of (event_class, event_date, payload length)."""
+    import pyarrow as pa
+    from deltalake import write_deltalake
+
+    events = lake / "bronze" / "events"
+    for event_class, day, size in parts:
+        table = pa.table({"cluster_id": ["c1"], "event_class": [event_class], "event_date": [day],
+                          "raw": ["x" * size]})
+        write_deltalake(str(events), table, mode="append", partition_by=["cluster_id", "event_class", "event_date"])
+    return events
+
+
+def test_bronze_counts_live_files_and_the_traffic_a_night_reads(tmp_path):
+    from deltalake import DeltaTable
+
+    from epoch_audit.spark import bronze_bytes_read
+
+    events = _bronze(tmp_path / "lake", [("state", "2024-03-01", 100), ("traffic", "2024-03-01", 5000),
+                                         ("traffic", "2024-03-09", 200), ("traffic", "2024-03-10", 300)])
+    cluster = events / "cluster_id=c1"
+    state, traffic = local_bytes([cluster / "event_class=state"]), cluster / "event_class=traffic"
+    whole = local_bytes([cluster])
+    # no carry: every live file; a horizon up to a day back: state + the traffic of the last two days
+    assert bronze_bytes_read(events, None) == whole
+    last_two = local_bytes([traffic / "event_date=2024-03-09", traffic / "event_date=2024-03-10"])
+    assert bronze_bytes_read(events, 1440) == bronze_bytes_read(events, 60) == state + last_two
+    assert bronze_bytes_read(events, 0) == state + local_bytes([traffic / "event_date=2024-03-10"])
+    # files a compaction replaced stay on disk until vacuum: not read, not counted
+    _bronze(tmp_path / "lake", [("state", "2024-03-01", 100)])
+    whole = local_bytes([cluster])
+    assert DeltaTable(str(events)).optimize.compact()["numFilesRemoved"] == 2
+    assert local_bytes([cluster]) > whole
+    assert bronze_bytes_read(events, None) < local_bytes([cluster])
+
+
+def test_a_nights_window_sizes_its_own_deliveries(tmp_path, monkeypatch):
+    """`--date`: only the files delivered that day count (the tree of earlier nights is not read)."""
+    import os
+
+    from epoch_audit import spark as spark_module
+    from epoch_audit.cli import main
+
+    tree = tmp_path / "logs" / "cluster=c1" / "broker-1"
+    old = _write(tree / "server.log.2024-03-01-10", 5000)
+    os.utime(old, (1_709_251_200, 1_709_251_200))  # 2024-03-01
+    _write(tree / "server.log", 100)  # delivered now
+    seen: list[list] = []
+
+    def sized(inputs, lake, max_bytes, lag=None):
+        seen.append([Path(p).name for p in inputs])
+        raise SystemExit(0)  # the sizing is all this test asks about: stop before Spark starts
+
+    monkeypatch.setattr(spark_module, "is_short_run", sized)
+    today = __import__("datetime").date.today().isoformat()
+    for extra in (["--date", today], []):
+        try:
+            main(["run", "--input", str(tmp_path / "logs"), "--lake", str(tmp_path / "lake"), *extra])
+        except SystemExit:
+            pass
+    assert seen == [["server.log"], ["server.log", "server.log.2024-03-01-10"]]

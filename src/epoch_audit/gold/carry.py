@@ -75,15 +75,19 @@ def next_horizons(events: DataFrame, lag_minutes: int) -> DataFrame:
     )
 
 
-def carried_events(ctx: CheckContext, specs: tuple[InvariantSpec, ...], horizons: DataFrame) -> DataFrame:
+def carried_events(
+    ctx: CheckContext, specs: tuple[InvariantSpec, ...], horizons: DataFrame, ids: DataFrame | None = None
+) -> DataFrame:
     """The traffic events of ``ctx.events`` timed before their cluster's horizon that some check
-    still needs: what the next run reads instead of that part of bronze."""
+    still needs: what the next run reads instead of that part of bronze. ``ids``: the checks'
+    carried event ids computed already (:func:`carried_event_ids`' rows, in any number of rows)."""
     before = (
         ctx.events.where(is_traffic(ctx.events))
         .join(F.broadcast(horizons), "cluster_id")
         .where(F.col("event_time") < F.col("horizon"))
     )
-    return before.join(carried_event_ids(ctx, specs), "event_id", "left_semi").drop("horizon")
+    needed = carried_event_ids(ctx, specs) if ids is None else ids.where(F.col("event_id").isNotNull())
+    return before.join(needed, "event_id", "left_semi").drop("horizon")
 
 
 def windowed(events: DataFrame, horizons: DataFrame) -> DataFrame:

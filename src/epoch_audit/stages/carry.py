@@ -167,6 +167,23 @@ def valid_horizons(
     return valid
 
 
+def stage_carried_ids(ctx: CheckContext, specs: tuple[InvariantSpec, ...], staged: str, workers: int) -> DataFrame:
+    """Each check's carried event ids (its ``carry``), written as Parquet under ``staged`` by up to
+    ``workers`` queries at once, read back as one frame. One query per check, not one over their
+    union: each plan stays small, as the checks' own (``stage_violations``)."""
+    from epoch_audit.spark import run_concurrently
+
+    def stage(spec: InvariantSpec) -> str:
+        path = f"{staged}/{spec.id}"
+        spec.carry(ctx).select("event_id").write.mode("overwrite").parquet(path)
+        return path
+
+    carrying = [spec for spec in specs if spec.carry is not None]
+    if not carrying:
+        return ctx.events.sparkSession.createDataFrame([], "event_id string")
+    return ctx.events.sparkSession.read.parquet(*run_concurrently([lambda s=s: stage(s) for s in carrying], workers))
+
+
 def write_carries(
     spark: SparkSession,
     storage: LakeStorage,
@@ -175,10 +192,13 @@ def write_carries(
     clusters: list[str],
     previous: dict[str, int],
     lag_minutes: int,
+    staged: str,
+    workers: int = 1,
 ) -> dict[str, str]:
     """Take each cluster's new carry from what this run read (``ctx``) and store it, replacing the
     clusters' old carries in one commit; return {cluster: new horizon (ISO, UTC)}. A carried horizon
-    never moves back (the carry before it holds less than an earlier horizon needs)."""
+    never moves back (the carry before it holds less than an earlier horizon needs). The checks'
+    carried ids are staged under ``staged`` (:func:`stage_carried_ids`)."""
     spans = next_horizons(ctx.events, lag_minutes).select(
         "cluster_id", F.unix_micros("horizon").alias("h"), F.unix_micros("first_traffic").alias("first")
     ).collect()  # one row per cluster
@@ -196,7 +216,8 @@ def write_carries(
     else:
         fps = {}
     if any(first[c] < h for c, h in horizons.items()):
-        rows = carried_events(ctx, specs, hz).select(*schema_cols)
+        ids = stage_carried_ids(ctx, specs, staged, workers)
+        rows = carried_events(ctx, specs, hz, ids).select(*schema_cols)
         rows = rows.join(F.broadcast(hz.select("cluster_id", F.unix_micros("horizon").alias(HORIZON_COLUMN))),
                          "cluster_id").withColumn(FINGERPRINT_COLUMN, F.lit(None).cast("string"))
     else:

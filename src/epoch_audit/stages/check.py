@@ -202,14 +202,15 @@ def run_checks(
             problems = [p.to_dict() for p in input_problems(events)]
             write_input_problems(spark, storage, problems, dirty, run_id)
             mark_built(spark, storage, GOLD_STATE_TABLE, dirty, fps, run_id)
-            remove_staging(staging_dir(storage.lake, run_id))
             carried = {"read_from": {c: iso_of(h) for c, h in sorted(horizons.items())}}
             if config.incremental.carry_traffic and supports_carry(storage):
                 started = time.perf_counter()
                 carried["next"] = write_carries(
-                    spark, storage, ctx, REGISTRY, dirty, horizons, config.incremental.traffic_lag_minutes
+                    spark, storage, ctx, REGISTRY, dirty, horizons, config.incremental.traffic_lag_minutes,
+                    f"{staging_dir(storage.lake, run_id)}/carry", config.spark.concurrent_queries,
                 )
                 carried["seconds"] = round(time.perf_counter() - started, 3)
+            remove_staging(staging_dir(storage.lake, run_id))
     entries = load_suppressions(config.checks.suppressions_file, {spec.id for spec in REGISTRY})
     if not storage.exists(VIOLATIONS_TABLE):
         detail = {
