@@ -132,12 +132,19 @@ def _as_date(value: Any) -> dt.date | None:
         return None
 
 
-def bronze_bytes_read(events: Path, traffic_lag_minutes: int | None) -> int:
-    """Bytes of the local ``bronze/events`` files a run reads, from the table's Delta log: every
-    state partition, and per cluster the traffic partitions of the event days its carried horizon
-    (``traffic_lag_minutes`` before its latest traffic; None: no carry, all of them) can reach.
-    Files a compaction replaced wait on disk for ``maintain``'s vacuum and are never read. No
-    readable log: the directory's bytes."""
+# What a bronze row weighs against the short-run limit, in bytes of input log: Parquet holds a row
+# in about 70 bytes, its log line was 400 (state) to 1,200 (request log) bytes, and the stages'
+# cost follows rows. 256 puts the switch where `epoch-audit bench-nights` measured short and long
+# nights costing the same (about 225,000 bronze rows read, docs/performance.md).
+BRONZE_ROW_BYTES = 256
+
+
+def bronze_as_input_bytes(events: Path, traffic_lag_minutes: int | None) -> int:
+    """The local ``bronze/events`` rows a run reads, weighed as input bytes (``BRONZE_ROW_BYTES``
+    a row), from the table's Delta log: every state partition, and per cluster the traffic
+    partitions of the event days its carried horizon (``traffic_lag_minutes`` before its latest
+    traffic; None: no carry, all of them) can reach. Files a compaction replaced wait on disk for
+    ``maintain``'s vacuum and are never read. No readable log: the directory's bytes."""
     if not (events / "_delta_log").is_dir():
         return local_bytes([events])
     try:
@@ -148,6 +155,8 @@ def bronze_bytes_read(events: Path, traffic_lag_minutes: int | None) -> int:
     except Exception:  # another writer's log features, a torn log: sized as a directory
         return local_bytes([events])
     sizes = files["size_bytes"]
+    rows = files.get("num_records", [None] * len(sizes))
+    weights = [size if n is None else n * BRONZE_ROW_BYTES for size, n in zip(sizes, rows, strict=True)]
     classes = files.get("partition.event_class", [None] * len(sizes))
     clusters = files.get("partition.cluster_id", [None] * len(sizes))
     days = [_as_date(d) for d in files.get("partition.event_date", [None] * len(sizes))]
@@ -159,7 +168,7 @@ def bronze_bytes_read(events: Path, traffic_lag_minutes: int | None) -> int:
             newest[cluster] = max(day, newest.get(cluster, day))
     reach = dt.timedelta(days=-(-(traffic_lag_minutes or 0) // 1440))  # whole days, rounded up
     return sum(
-        size for size, is_traffic, cluster, day in zip(sizes, traffic, clusters, days, strict=True)
+        weight for weight, is_traffic, cluster, day in zip(weights, traffic, clusters, days, strict=True)
         if not is_traffic or day >= newest[cluster] - reach
     )
 
@@ -167,7 +176,7 @@ def bronze_bytes_read(events: Path, traffic_lag_minutes: int | None) -> int:
 def is_short_run(inputs: list[Path | str], lake: str, max_bytes: int, traffic_lag_minutes: int | None = None) -> bool:
     """Whether a local run over ``inputs`` (the files it reads: a ``--date`` night's deliveries, not
     the whole tree) into ``lake`` is short: they and the lake's bronze events the stages read
-    (:func:`bronze_bytes_read`) hold fewer than ``max_bytes`` bytes. An S3 input or lake is sized
+    (:func:`bronze_as_input_bytes`) weigh less than ``max_bytes`` bytes. An S3 input or lake is sized
     by listing it (its objects' sizes come with the listing); another store's: never short."""
     from epoch_audit import objstore
 
@@ -182,7 +191,7 @@ def is_short_run(inputs: list[Path | str], lake: str, max_bytes: int, traffic_la
         remote_size = store_bytes(remote)
     except OSError:  # sizes only decide the JVM's settings: unknown is long
         return False
-    lake_size = 0 if remote_lake else bronze_bytes_read(Path(lake) / "bronze" / "events", traffic_lag_minutes)
+    lake_size = 0 if remote_lake else bronze_as_input_bytes(Path(lake) / "bronze" / "events", traffic_lag_minutes)
     return local_bytes([p for p in places if p not in remote]) + lake_size + remote_size < max_bytes
 
 

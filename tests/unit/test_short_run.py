@@ -39,39 +39,41 @@ def test_zero_limit_or_remote_lake(tmp_path):
 
 
 def _bronze(lake: Path, parts: list[tuple[str, str, int]]) -> Path:
-    """A real Delta bronze/events table: rows of (event_class, event_date, payload length)."""
+    """A real Delta bronze/events table: appends of (event_class, event_date, rows)."""
     import pyarrow as pa
     from deltalake import write_deltalake
 
     events = lake / "bronze" / "events"
-    for event_class, day, size in parts:
-        table = pa.table({"cluster_id": ["c1"], "event_class": [event_class], "event_date": [day],
-                          "raw": ["x" * size]})
+    for event_class, day, rows in parts:
+        table = pa.table({"cluster_id": ["c1"] * rows, "event_class": [event_class] * rows,
+                          "event_date": [day] * rows, "raw": ["x" * 300] * rows})
         write_deltalake(str(events), table, mode="append", partition_by=["cluster_id", "event_class", "event_date"])
     return events
 
 
-def test_bronze_counts_live_files_and_the_traffic_a_night_reads(tmp_path):
+def test_bronze_weighs_the_rows_a_night_reads(tmp_path):
     from deltalake import DeltaTable
 
-    from epoch_audit.spark import bronze_bytes_read
+    from epoch_audit.spark import BRONZE_ROW_BYTES, bronze_as_input_bytes
 
-    events = _bronze(tmp_path / "lake", [("state", "2024-03-01", 100), ("traffic", "2024-03-01", 5000),
-                                         ("traffic", "2024-03-09", 200), ("traffic", "2024-03-10", 300)])
-    cluster = events / "cluster_id=c1"
-    state, traffic = local_bytes([cluster / "event_class=state"]), cluster / "event_class=traffic"
-    whole = local_bytes([cluster])
-    # no carry: every live file; a horizon up to a day back: state + the traffic of the last two days
-    assert bronze_bytes_read(events, None) == whole
-    last_two = local_bytes([traffic / "event_date=2024-03-09", traffic / "event_date=2024-03-10"])
-    assert bronze_bytes_read(events, 1440) == bronze_bytes_read(events, 60) == state + last_two
-    assert bronze_bytes_read(events, 0) == state + local_bytes([traffic / "event_date=2024-03-10"])
+    events = _bronze(tmp_path / "lake", [("state", "2024-03-01", 10), ("traffic", "2024-03-01", 500),
+                                         ("traffic", "2024-03-09", 20), ("traffic", "2024-03-10", 30)])
+    # no carry: every row; a horizon up to a day back: state + the traffic of the last two event days
+    assert bronze_as_input_bytes(events, None) == 560 * BRONZE_ROW_BYTES
+    assert bronze_as_input_bytes(events, 1440) == bronze_as_input_bytes(events, 60) == 60 * BRONZE_ROW_BYTES
+    assert bronze_as_input_bytes(events, 0) == 40 * BRONZE_ROW_BYTES
     # files a compaction replaced stay on disk until vacuum: not read, not counted
-    _bronze(tmp_path / "lake", [("state", "2024-03-01", 100)])
-    whole = local_bytes([cluster])
+    _bronze(tmp_path / "lake", [("state", "2024-03-01", 10)])
     assert DeltaTable(str(events)).optimize.compact()["numFilesRemoved"] == 2
-    assert local_bytes([cluster]) > whole
-    assert bronze_bytes_read(events, None) < local_bytes([cluster])
+    assert bronze_as_input_bytes(events, None) == 570 * BRONZE_ROW_BYTES
+
+
+def test_bronze_without_a_log_is_sized_as_a_directory(tmp_path):
+    from epoch_audit.spark import bronze_as_input_bytes
+
+    events = tmp_path / "lake" / "bronze" / "events"
+    _write(events / "part-0.parquet", 300)
+    assert bronze_as_input_bytes(events, 60) == 300
 
 
 def test_a_nights_window_sizes_its_own_deliveries(tmp_path, monkeypatch):
