@@ -134,9 +134,10 @@ def _as_date(value: Any) -> dt.date | None:
 
 # What a bronze row weighs against the short-run limit, in bytes of input log: Parquet holds a row
 # in about 70 bytes, its log line was 400 (state) to 1,200 (request log) bytes, and the stages'
-# cost follows rows. 256 puts the switch where `epoch-audit bench-nights` measured short and long
-# nights costing the same (about 225,000 bronze rows read, docs/performance.md).
-BRONZE_ROW_BYTES = 256
+# cost follows rows. In `epoch-audit bench-nights` a short night grew about 4 s a night with the
+# rows it re-read while a long one stayed near 105 s; 128 switches where they meet (about 330,000
+# rows and a night's 26 MB of files; docs/performance.md).
+BRONZE_ROW_BYTES = 128
 
 
 def bronze_as_input_bytes(events: Path, traffic_lag_minutes: int | None) -> int:
