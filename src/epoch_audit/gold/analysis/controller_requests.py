@@ -14,6 +14,8 @@ Read by ``stale_stop_replica_accepted`` and ``stale_controller_epoch_accepted``.
 
 from __future__ import annotations
 
+from functools import reduce
+
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
@@ -28,6 +30,15 @@ STOP_PARTITION_REFUSALS = ("stop_replica_fenced", "stop_replica_equal_epoch_refu
 LAIR_PARTITION_REFUSALS = ("leader_and_isr_stale_epoch", "leader_and_isr_equal_epoch", "leader_and_isr_other_refusal")
 UNIT_KEY = ["cluster_id", "broker_id", "topic", "partition", "controller_id", "controller_epoch", "correlation_id"]
 REQ_KEY = ["cluster_id", "broker_id", "controller_id", "controller_epoch", "correlation_id"]
+PARTITION_KEY = ["cluster_id", "broker_id", "topic", "partition"]  # a broker's replica of a partition
+
+
+def with_keys_of(rows: DataFrame, keyed: DataFrame, key: list[str]) -> DataFrame:
+    """``rows`` whose ``key`` (null equal to null) some row of ``keyed`` has: a window partitioned by
+    ``key`` whose answers are read only on ``keyed``'s rows needs no other partition."""
+    keys = keyed.select(*(F.col(c).alias(f"_k_{c}") for c in key)).distinct()
+    same = reduce(lambda a, b: a & b, [F.col(c).eqNullSafe(F.col(f"_k_{c}")) for c in key])
+    return rows.join(keys, same, "left_semi")
 
 
 def own_position() -> Column:
@@ -58,14 +69,18 @@ def acceptances(events: DataFrame, kind: str) -> DataFrame:
         "_pos", own_position()
     )
 
-    partition_rows = ordered.where(F.col("event_type").isin(*PARTITION_EVENTS))
+    # Only a partition for which the broker received a request of this kind has a chain to follow:
+    # the window below runs over those partitions' lines alone. A KRaft or Redpanda cluster receives
+    # none (its brokers follow the metadata log, not LeaderAndIsr / StopReplica), and every leader
+    # and follower start line of its history went through the window for nothing.
+    partition_rows = with_keys_of(
+        ordered.where(F.col("event_type").isin(*PARTITION_EVENTS)),
+        ordered.where(F.col("event_type") == trace_type),
+        PARTITION_KEY,
+    )
     # Rows after each one, read backwards: an unbounded-following frame is recomputed per row
     # by Spark (quadratic); a running frame over the reversed order is linear.
-    after = (
-        Window.partitionBy("cluster_id", "broker_id", "topic", "partition")
-        .orderBy(F.col("_pos").desc())
-        .rowsBetween(Window.unboundedPreceding, -1)
-    )
+    after = Window.partitionBy(*PARTITION_KEY).orderBy(F.col("_pos").desc()).rowsBetween(Window.unboundedPreceding, -1)
     is_request = F.col("event_type").isin("stop_replica_received", "leader_and_isr_received", *BECOME)
     if kind == "lair":
         # the start line is the effect itself; the bound is the next request

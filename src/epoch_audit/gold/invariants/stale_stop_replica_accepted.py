@@ -18,7 +18,13 @@ from pyspark.sql import functions as F
 
 from epoch_audit.contracts.ordering import with_own_order
 from epoch_audit.contracts.violations import CHECK_COLUMNS
-from epoch_audit.gold.analysis.controller_requests import BECOME, acceptances, own_position
+from epoch_audit.gold.analysis.controller_requests import (
+    BECOME,
+    PARTITION_KEY,
+    acceptances,
+    own_position,
+    with_keys_of,
+)
 from epoch_audit.gold.analysis.violation_rows import registry_severity
 from epoch_audit.gold.context import CheckContext
 from epoch_audit.silver.event_fields import is_no_error
@@ -30,11 +36,14 @@ def check(ctx: CheckContext) -> DataFrame:
     """One row per accepted StopReplica partition state below the broker's current LE."""
     stops = acceptances(ctx.events, "stop")
     ordered = with_own_order(ctx.events, (*BECOME, "request_leader_and_isr")).withColumn("_pos", own_position())
+    key = PARTITION_KEY
     states = ordered.where(
         F.col("event_type").isin(*BECOME)
         | ((F.col("event_type") == "request_leader_and_isr") & is_no_error(F.col("error")))
     ).where(F.col("leader_epoch").isNotNull())
-    key = ["cluster_id", "broker_id", "topic", "partition"]
+    # Answers are read on accepted stops only: the states of replicas that accepted none are not
+    # windowed (a KRaft or Redpanda cluster accepts no StopReplica at all).
+    states = with_keys_of(states, stops, key)
     rows = (
         states.select(*key, "_pos", F.struct("leader_epoch", "event_id").alias("_state"), F.lit(0).alias("_k"))
         .unionByName(
