@@ -14,12 +14,11 @@ Read by ``stale_stop_replica_accepted`` and ``stale_controller_epoch_accepted``.
 
 from __future__ import annotations
 
-from functools import reduce
-
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from epoch_audit.contracts.ordering import with_own_order
+from epoch_audit.gold.analysis.keys import with_keys_of
 from epoch_audit.silver.event_fields import is_no_error
 
 STOP_EVIDENCE = ("fetcher_removed", "log_deletion_scheduled", "log_deleted")
@@ -31,14 +30,6 @@ LAIR_PARTITION_REFUSALS = ("leader_and_isr_stale_epoch", "leader_and_isr_equal_e
 UNIT_KEY = ["cluster_id", "broker_id", "topic", "partition", "controller_id", "controller_epoch", "correlation_id"]
 REQ_KEY = ["cluster_id", "broker_id", "controller_id", "controller_epoch", "correlation_id"]
 PARTITION_KEY = ["cluster_id", "broker_id", "topic", "partition"]  # a broker's replica of a partition
-
-
-def with_keys_of(rows: DataFrame, keyed: DataFrame, key: list[str]) -> DataFrame:
-    """``rows`` whose ``key`` (null equal to null) some row of ``keyed`` has: a window partitioned by
-    ``key`` whose answers are read only on ``keyed``'s rows needs no other partition."""
-    keys = keyed.select(*(F.col(c).alias(f"_k_{c}") for c in key)).distinct()
-    same = reduce(lambda a, b: a & b, [F.col(c).eqNullSafe(F.col(f"_k_{c}")) for c in key])
-    return rows.join(keys, same, "left_semi")
 
 
 def own_position() -> Column:

@@ -23,8 +23,8 @@ from epoch_audit.gold.analysis.controller_requests import (
     PARTITION_KEY,
     acceptances,
     own_position,
-    with_keys_of,
 )
+from epoch_audit.gold.analysis.keys import with_keys_of
 from epoch_audit.gold.analysis.violation_rows import registry_severity
 from epoch_audit.gold.context import CheckContext
 from epoch_audit.silver.event_fields import is_no_error
