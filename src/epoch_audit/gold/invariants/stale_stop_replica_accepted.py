@@ -18,12 +18,7 @@ from pyspark.sql import functions as F
 
 from epoch_audit.contracts.ordering import with_own_order
 from epoch_audit.contracts.violations import CHECK_COLUMNS
-from epoch_audit.gold.analysis.controller_requests import (
-    BECOME,
-    PARTITION_KEY,
-    acceptances,
-    own_position,
-)
+from epoch_audit.gold.analysis.controller_requests import BECOME, PARTITION_KEY, acceptances, own_position
 from epoch_audit.gold.analysis.keys import with_keys_of
 from epoch_audit.gold.analysis.violation_rows import registry_severity
 from epoch_audit.gold.context import CheckContext
