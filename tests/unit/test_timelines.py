@@ -115,6 +115,27 @@ def _zk_isr_updated() -> History:
     return h
 
 
+def _zk_rotated() -> History:
+    """Controller 2's controller.log rolled on the hour (Kafka's shipped DailyRollingFileAppender) between its
+    election line and its "ISR for partition ... updated to" decisions: they take epoch 5 from the rotated file
+    (the CI's lab run of 2026-11-29 03:59-04:01 sorted them before the topic's creation without it)."""
+    h = History("zkrot")
+    rotated = {"file_id": "zkrot/2/controller.log.2026-11-29-03", "file_order": 2026112903,
+               "source_file": "cluster=zkrot/broker-2/controller.log.2026-11-29-03"}
+    h.ev("controller_failover", 2, "controller", t=1, controller_id=2, controller_epoch=5, line_number=1, **rotated)
+    h.ev("controller_partition_state_change", 2, t=2, topic="orders", partition=0, controller_id=2,
+         controller_epoch=5, leader=1, leader_epoch=0, isr=[1, 2], partition_epoch=0)
+    live = {"file_order": 99_999_999_999_999}
+    h.ev("controller_isr_updated", 2, "controller", t=10, topic="orders", partition=0, controller_id=2,
+         controller_epoch=None, leader=2, leader_epoch=1, isr=[2], partition_epoch=1, **live)
+    h.ev("controller_isr_updated", 2, "controller", t=11, topic="orders", partition=0, controller_id=2,
+         controller_epoch=None, leader=2, leader_epoch=1, isr=[2, 1], partition_epoch=2, **live)
+    # another broker's controller.log names no epoch before its line: nothing to take it from
+    h.ev("controller_isr_updated", 3, "controller", t=12, topic="other", partition=0, controller_id=3,
+         controller_epoch=None, leader=3, leader_epoch=4, isr=[3], partition_epoch=6, **live)
+    return h
+
+
 def _registrations() -> History:
     h = History("regs")
     h.batch(0, 1)
@@ -143,7 +164,8 @@ def _ce_views() -> History:
 
 @pytest.fixture(scope="module")
 def silver(spark):
-    hs = [_kraft_replay(), _kraft_txn(), _kraft_removed(), _zk(), _zk_isr_updated(), _registrations(), _ce_views()]
+    hs = [_kraft_replay(), _kraft_txn(), _kraft_removed(), _zk(), _zk_isr_updated(), _zk_rotated(), _registrations(),
+          _ce_views()]
     events = to_df(spark, [r for h in hs for r in h.rows])
     cfg = CheckConfig()
     return {name: [r.asDict() for r in fn(events, cfg).collect()] for name, fn in SILVER_BUILDERS.items()}
@@ -217,6 +239,18 @@ def test_zk_isr_updated_line_takes_its_file_controller_epoch(silver):
     model = sorted((r for r in model_timeline(_zk_isr_updated().rows) if r["topic"] == "orders"),
                    key=lambda r: r["decision_seq"])
     assert [(r["controller_epoch"], r["leader_epoch"], r["isr"]) for r in model] == got
+
+
+def test_zk_isr_updated_line_takes_the_epoch_of_its_rotated_log(silver):
+    rows = _timeline(silver, "zkrot")
+    got = [(r["controller_epoch"], r["leader"], r["leader_epoch"], r["partition_epoch"]) for r in rows]
+    assert got == [(5, 1, 0, 0), (5, 2, 1, 1), (5, 2, 1, 2)]
+    assert [r["is_leader_change"] for r in rows] == [True, True, False]
+    other = _timeline(silver, "zkrot", topic="other")
+    assert [(r["controller_epoch"], r["leader_epoch"]) for r in other] == [(None, 4)]
+    model = sorted((r for r in model_timeline(_zk_rotated().rows) if r["topic"] == "orders"),
+                   key=lambda r: r["decision_seq"])
+    assert [(r["controller_epoch"], r["leader"], r["leader_epoch"], r["partition_epoch"]) for r in model] == got
 
 
 def test_redpanda_terms(silver):

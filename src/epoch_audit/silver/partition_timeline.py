@@ -10,7 +10,7 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from epoch_audit.contracts.ordering import asof_last, own_order, with_own_order
+from epoch_audit.contracts.ordering import OWN_ORDER_COLUMNS, asof_last, own_order, with_own_order
 from epoch_audit.silver.event_fields import is_no_error
 from epoch_audit.silver.kraft_metadata import (
     committed_metadata_records,
@@ -150,21 +150,26 @@ def _kraft_decisions(events: DataFrame) -> DataFrame:
     return out.drop("_topic_name")
 
 
-def with_file_controller_epoch(own: DataFrame, events: DataFrame) -> DataFrame:
-    """Fill a controller line's missing controller epoch from its own log file.
+def with_log_controller_epoch(own: DataFrame, events: DataFrame) -> DataFrame:
+    """Fill a controller line's missing controller epoch from its broker's own log.
 
     "ISR for partition ... updated to" is logged under ``[Controller id=N]`` without the epoch that
     every other controller line carries (``[Controller id=N epoch=E]``): it takes the epoch of the
-    last line before it in the same file that names one (same process, same controller term).
-    Without it the decision would sort before every decision of the partition.
+    last line before it in the same log (same process, same controller term) that names one. The
+    log is the broker's stream of that kind across its rotated files (``controller.log.<hour>``
+    then ``controller.log``), in its own order: an hourly rotation between the election line and
+    the decisions must not leave them without an epoch. Without it the decision would sort before
+    every decision of the partition. A file without a host folder is its own stream.
     """
-    need = own.where(F.col("controller_epoch").isNull()).select("event_id", "file_id", "line_number", "sub_index")
-    marks = events.where(  # the election line is the one controller.log line naming the epoch (3.x shipped config)
-        F.col("event_type").isin(*ZK_CONTROLLER_LOG_TYPES, "controller_failover")
-        & F.col("controller_epoch").isNotNull()
-    ).select("file_id", "line_number", "sub_index", F.col("controller_epoch").alias("_mark_ce"))
-    line = [F.col("line_number"), F.col("sub_index")]
-    filled = asof_last(need, marks, ["file_id"], line, ["_mark_ce"]).select(
+    stream = [F.col("cluster_id"), F.col("log_kind"), _log_stream()]
+    need = own.where(F.col("controller_epoch").isNull()).select(
+        "event_id", *stream, *OWN_ORDER_COLUMNS
+    )
+    marks = with_own_order(events, ZK_CONTROLLER_LOG_TYPES + ("controller_failover",)).where(
+        # the election line is the one controller.log line naming the epoch (3.x shipped config)
+        F.col("controller_epoch").isNotNull()
+    ).select(*stream, *OWN_ORDER_COLUMNS, F.col("controller_epoch").alias("_mark_ce"))
+    filled = asof_last(need, marks, ["cluster_id", "log_kind", "_log_stream"], own_order(), ["_mark_ce"]).select(
         "event_id", F.col("_mark_ce").alias("_fill_ce")
     )
     return (
@@ -172,6 +177,11 @@ def with_file_controller_epoch(own: DataFrame, events: DataFrame) -> DataFrame:
         .withColumn("controller_epoch", F.coalesce("controller_epoch", "_fill_ce"))
         .drop("_fill_ce")
     )
+
+
+def _log_stream() -> Column:
+    """One broker's log of one kind across its rotated files: the host, else (no host folder) the file."""
+    return F.coalesce(F.concat(F.lit("host:"), F.col("host_id").cast("string")), F.col("file_id")).alias("_log_stream")
 
 
 def _zk_decisions(events: DataFrame) -> DataFrame:
@@ -202,7 +212,7 @@ def _zk_decisions(events: DataFrame) -> DataFrame:
     own = ev.where(
         F.col("event_type").isin(*ZK_DECISION_TYPES) & F.col("topic").isNotNull() & F.col("leader_epoch").isNotNull()
     ).withColumn("_own", F.lit(True))
-    own = with_file_controller_epoch(own, events)
+    own = with_log_controller_epoch(own, events)
     cand = (
         ev.where(F.col("event_type").isin(*ZK_STAND_IN_TYPES))
         .where(F.col("topic").isNotNull() & (F.col("leader_epoch") >= 0))

@@ -98,22 +98,33 @@ def kraft_decisions(events: list[Event]) -> list[Event]:
 
 
 # --- ZooKeeper ---------------------------------------------------------------------------------
-def _file_line_order(event: Event) -> tuple:
-    return (str(event.get("file_id")), nulls_first(event.get("line_number")), nulls_first(event.get("sub_index")))
+def _log_stream(event: Event) -> tuple:
+    """A broker's log of one kind, across its rotated files (no host folder: the file alone)."""
+    host = event.get("host_id")
+    where = ("host", host) if host is not None else ("file", event.get("file_id"))
+    return (event.get("cluster_id"), event.get("log_kind"), where)
 
 
 def _filled_controller_epochs(events: list[Event]) -> dict[str, Any]:
     """event_id -> controller epoch, for the decision lines without one ("ISR for partition ...
-    updated to"): the epoch of the last earlier line of its own file that names one."""
-    last_epoch_in_file: dict[Any, Any] = {}
+    updated to"): the epoch of the last earlier line of its broker's log of that kind (every
+    rotated file of it, in the broker's own order) that names one."""
+    times = own_times(events)
+
+    def own_position(event: Event) -> tuple:
+        return (nulls_first(times.get(event["event_id"])), nulls_first(event.get("file_order")),
+                nulls_first(event.get("file_id")), nulls_first(event.get("line_number")),
+                nulls_first(event.get("sub_index")))
+
+    last_epoch_in_log: dict[Any, Any] = {}
     filled: dict[str, Any] = {}
-    for event in sorted(events, key=_file_line_order):
+    for event in sorted(events, key=own_position):
         # the election line ("... Epoch incremented to E") names the epoch in controller.log too
         marks_epoch = event["event_type"] in ZK_CONTROLLER_LOG_TYPES or event["event_type"] == "controller_failover"
         if marks_epoch and event.get("controller_epoch") is not None:
-            last_epoch_in_file[event.get("file_id")] = event["controller_epoch"]
+            last_epoch_in_log[_log_stream(event)] = event["controller_epoch"]
         elif event["event_type"] in ZK_DECISION_TYPES:  # a decision line without an epoch
-            filled[event["event_id"]] = last_epoch_in_file.get(event.get("file_id"))
+            filled[event["event_id"]] = last_epoch_in_log.get(_log_stream(event))
     return filled
 
 
