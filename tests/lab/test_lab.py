@@ -96,6 +96,8 @@ def test_lab_run_is_fully_accounted_and_clean(tmp_path: Path, version: str, mode
 
 # The CI's lab: per mode (ZooKeeper and KRaft, Kafka 3.9) a fault-free run and a run with kills, a pause and a
 # controller failover, four clusters audited in one run (one Spark session for the four: the lab's CI budget).
+# Log files roll every minute, so every run's history crosses rotations (the CI run of 2026-11-29 that straddled
+# an hour found a rotation bug the hourly default leaves to chance).
 CI_RUNS = [("kraft", str(FAULTS), 1.0), ("kraft", "none", 0.5), ("zk", str(FAULTS), 1.0), ("zk", "none", 0.5)]
 
 
@@ -106,7 +108,8 @@ def test_each_mode_with_and_without_faults_is_accounted_and_clean(tmp_path: Path
     for i, (mode, faults, minutes) in enumerate(CI_RUNS):
         out = tmp_path / f"out-{i}"
         command = [sys.executable, "-m", "epoch_audit.cli", "lab", "--kafka", "3.9.1", "--mode", mode, "--faults",
-                   faults, "--minutes", str(minutes), "--out", str(out), "--no-audit", "--rate", "50", "--json"]
+                   faults, "--minutes", str(minutes), "--out", str(out), "--no-audit", "--rate", "50",
+                   "--rotate", "minute", "--json"]
         result = subprocess.run(command, stdout=subprocess.PIPE, text=True, timeout=900)
         assert result.returncode == 0 and result.stdout.strip(), f"lab {mode} {faults} exited {result.returncode}"
         manifest = json.loads(result.stdout.strip().splitlines()[-1])
@@ -116,6 +119,9 @@ def test_each_mode_with_and_without_faults_is_accounted_and_clean(tmp_path: Path
             assert {"kill -9", "SIGSTOP", "SIGCONT", "restart"} <= steps
         hosts = sorted(p.name for p in (out / f"cluster={manifest['cluster_id']}").iterdir())
         assert hosts == ["broker-1", "broker-2", "broker-3"]
+        if minutes >= 1:  # longer than a minute from the first line: every broker's server.log rolled
+            rolled = list((out / f"cluster={manifest['cluster_id']}").glob("broker-*/server.log.*"))
+            assert len(rolled) >= 3, f"lab {mode} {faults}: no rotated server.log"
         manifests[manifest["cluster_id"]] = manifest
         trees += ["--input", str(out)]
     assert len(manifests) == 4, "each lab cluster has its own id"

@@ -87,6 +87,7 @@ class Cluster:
     classpath: str
     work: Path
     heap: str = "320m"
+    rotate: str = "hour"  # log files roll every hour (Kafka's shipped config) or every minute
     cluster_id: str = field(default_factory=kafka_uuid)
     nodes: dict[int, Node] = field(default_factory=dict)
     zookeeper: Node | None = None
@@ -159,7 +160,7 @@ class Cluster:
         return self._run_tool(output, main_class, *arguments, timeout=timeout)
 
     def start(self, node: Node) -> None:
-        logging = write_logging_config(self.version, node.folder)
+        logging = write_logging_config(self.version, node.folder, self.rotate)
         command = self.java(node.main_class, *node.arguments, logging=[f"-Dkafka.logs.dir={node.logs}", *logging])
         stdout = (node.logs / "kafkaServer.out").open("a")
         node.process = subprocess.Popen(command, stdout=stdout, stderr=subprocess.STDOUT, cwd=node.folder,

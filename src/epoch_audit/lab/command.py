@@ -38,6 +38,8 @@ def add_lab_command(sub: argparse._SubParsersAction) -> dict[str, Callable[[argp
     where.add_argument("--no-audit", action="store_true", help="leave the collected tree for the user")
     lab.add_argument("--rate", type=int, default=100, metavar="N", help="records per second per topic (100)")
     lab.add_argument("--heap", default="320m", metavar="SIZE", help="-Xmx of every Kafka JVM (320m)")
+    lab.add_argument("--rotate", choices=("hour", "minute"), default="hour",
+                     help="roll the log files every hour (Kafka's shipped log4j config, the default) or every minute")
     lab.add_argument("--checkpoint-interval", type=float, default=10.0, metavar="S",
                      help="seconds between checkpoint-file copies (10)")
     lab.add_argument("--cache", default=None, metavar="DIR",
@@ -81,10 +83,11 @@ def _lab(args: argparse.Namespace) -> dict[str, Any]:
     out.mkdir(parents=True, exist_ok=True)
     schedule = load_schedule(args.faults)
     classpath = kafka_classpath(args.kafka, Path(args.cache) if args.cache else None)
-    cluster = Cluster(args.kafka, args.mode, classpath, out / ".lab", heap=args.heap)
+    cluster = Cluster(args.kafka, args.mode, classpath, out / ".lab", heap=args.heap, rotate=args.rotate)
     manifest: dict[str, Any] = {
         "kafka": args.kafka, "mode": args.mode, "cluster_id": cluster.cluster_id, "faults_file": args.faults,
         "schedule": [asdict(fault) for fault in schedule], "minutes": args.minutes, "rate": args.rate,
+        "rotate": args.rotate,
         "started_at": now(),
     }
     runner = FaultRunner(cluster)

@@ -4,6 +4,10 @@ Kafka 3.x ships ``config/log4j.properties`` (reload4j, DailyRollingFileAppender 
 ``config/log4j2.yaml`` (RollingFile, hourly TimeBasedTriggeringPolicy). Both are reproduced appender for appender so
 the files and line formats are what a production broker writes; the differences a platform team makes for the audit
 are ``state.change.logger`` at TRACE and ``kafka.request.logger`` at DEBUG.
+
+``rotate="minute"`` (``epoch-audit lab --rotate minute``) rolls the same appenders every minute instead of every
+hour (the date pattern one field longer), so a one-minute run crosses rotations wherever its events fall: a run
+that straddles the hour is what the shipped config makes rare.
 """
 
 from __future__ import annotations
@@ -13,6 +17,8 @@ from pathlib import Path
 from epoch_audit.lab.fetch import major_version
 
 _PATTERN = "[%d] %p %m (%c)%n"
+# The rolled file's date suffix: Kafka ships hourly; minutely rolls inside a one-minute lab run.
+ROTATIONS = {"hour": "yyyy-MM-dd-HH", "minute": "yyyy-MM-dd-HH-mm"}
 _APPENDERS = (  # appender name, file
     ("kafkaAppender", "server.log"),
     ("stateChangeAppender", "state-change.log"),
@@ -47,14 +53,14 @@ _LOG4J2_LOGGERS = (
 )
 
 
-def _log4j1_properties() -> str:
+def _log4j1_properties(date_pattern: str) -> str:
     lines = ["log4j.rootLogger=INFO, stdout, kafkaAppender",
              "log4j.appender.stdout=org.apache.log4j.ConsoleAppender",
              "log4j.appender.stdout.layout=org.apache.log4j.PatternLayout",
              f"log4j.appender.stdout.layout.ConversionPattern={_PATTERN}"]
     for name, file in _APPENDERS:
         prefix = f"log4j.appender.{name}"
-        lines += [f"{prefix}=org.apache.log4j.DailyRollingFileAppender", f"{prefix}.DatePattern='.'yyyy-MM-dd-HH",
+        lines += [f"{prefix}=org.apache.log4j.DailyRollingFileAppender", f"{prefix}.DatePattern='.'{date_pattern}",
                   f"{prefix}.File=${{kafka.logs.dir}}/{file}", f"{prefix}.layout=org.apache.log4j.PatternLayout",
                   f"{prefix}.layout.ConversionPattern={_PATTERN}"]
     for logger, level, appender in _LOG4J1_LOGGERS:
@@ -64,7 +70,7 @@ def _log4j1_properties() -> str:
     return "\n".join(lines) + "\n"
 
 
-def _log4j2_yaml() -> str:
+def _log4j2_yaml(date_pattern: str) -> str:
     out = ["Configuration:", "  Properties:", "    Property:",
            '      - name: "kafka.logs.dir"', '        value: "."',
            '      - name: "logPattern"', f'        value: "{_PATTERN}"',
@@ -73,7 +79,7 @@ def _log4j2_yaml() -> str:
     for name, file in _APPENDERS:
         out += [f"      - name: {name[0].upper()}{name[1:]}",
                 f'        fileName: "${{sys:kafka.logs.dir}}/{file}"',
-                f'        filePattern: "${{sys:kafka.logs.dir}}/{file}.%d{{yyyy-MM-dd-HH}}"',
+                f'        filePattern: "${{sys:kafka.logs.dir}}/{file}.%d{{{date_pattern}}}"',
                 "        PatternLayout:", '          pattern: "${logPattern}"',
                 "        TimeBasedTriggeringPolicy:", "          modulate: true", "          interval: 1"]
     out += ["  Loggers:", "    Root:", "      level: INFO", "      AppenderRef:",
@@ -85,12 +91,13 @@ def _log4j2_yaml() -> str:
     return "\n".join(out) + "\n"
 
 
-def write_logging_config(version: str, folder: Path) -> list[str]:
-    """Write the config for ``version`` into ``folder``; return the JVM options that select it."""
+def write_logging_config(version: str, folder: Path, rotate: str = "hour") -> list[str]:
+    """Write the config for ``version`` into ``folder`` (files rolled every ``rotate``: hour or minute);
+    return the JVM options that select it."""
     if major_version(version) < 4:
         path = folder / "log4j.properties"
-        path.write_text(_log4j1_properties())
+        path.write_text(_log4j1_properties(ROTATIONS[rotate]))
         return [f"-Dlog4j.configuration=file:{path}"]
     path = folder / "log4j2.yaml"
-    path.write_text(_log4j2_yaml())
+    path.write_text(_log4j2_yaml(ROTATIONS[rotate]))
     return [f"-Dlog4j2.configurationFile={path}"]
