@@ -30,7 +30,7 @@ from epoch_audit.bronze.discover import ReadTask
 from epoch_audit.bronze.families import line_family, record_family
 from epoch_audit.bronze.framing import MarkedLine, Record, frame_lines, mark, record_row, redact
 from epoch_audit.bronze.parsers import checkpoints, kafka_log4j, metadata_dump, redpanda, request_log, segment_dump
-from epoch_audit.bronze.parsers.rows import MALFORMED, Row, arrow_type, arrow_value, finish_row
+from epoch_audit.bronze.parsers.rows import MALFORMED, Row, arrow_type, finish_row
 from epoch_audit.bronze.read import TASK_SCHEMA, task_lines
 from epoch_audit.config import AppConfig
 from epoch_audit.contracts.events import EVENT_SCHEMA, TRAFFIC_TYPES
@@ -309,11 +309,9 @@ def task_rows(task: Row, zone: str, line_statuses: list[tuple[int, str, str | No
 
 
 def _to_batch(rows: list[Row]) -> pa.RecordBatch:
-    columns = []
-    for field, arrow_field in zip(PASS_SCHEMA.fields, PASS_ARROW_SCHEMA, strict=True):
-        values = [arrow_value(r.get(field.name), field.dataType) for r in rows]
-        columns.append(pa.array(values, arrow_field.type))
-    return pa.RecordBatch.from_arrays(columns, schema=PASS_ARROW_SCHEMA)
+    # Arrow's C++ converter walks the dicts (a key a row lacks is null, a details dict is a map, a
+    # naive time is UTC): a third of the per-value Python calls of building the columns one by one.
+    return pa.RecordBatch.from_pylist(rows, schema=PASS_ARROW_SCHEMA)
 
 
 def pass_batches(batches: Iterable[pa.RecordBatch], zone: str) -> Iterator[pa.RecordBatch]:
