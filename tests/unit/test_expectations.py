@@ -320,3 +320,19 @@ def test_evidence_check_never_broadcasts_bronze(validated, spark):
     finally:
         spark.conf.set("spark.sql.autoBroadcastJoinThreshold", previous)
     assert broadcasts and max(broadcasts) <= evidence_ids
+
+
+def test_epoch_query_reports_each_low_epoch_of_a_row_once(spark):
+    """One scan, one offending row per (event, column) below -2: an int and a long column low in the
+    same event both show, the -1 / -2 sentinels and nulls do not."""
+    from epoch_audit.validate.bronze import epoch_query
+
+    rows = [
+        event("two-low", "request_fetch", 1, leader_epoch=-5, broker_epoch=-3_000_000_000),
+        event("sentinels", "request_fetch", 2, leader_epoch=-1, broker_epoch=-2, quorum_epoch=-2),
+        event("fine", "md_partition", 3, leader_epoch=4, partition_epoch=7),
+        event("nulls", "request_fetch", 4),
+    ]
+    spark.createDataFrame(rows, EVENT_SCHEMA).createOrReplaceTempView("ea_epochs_under_test")
+    found = sorted(tuple(r) for r in spark.sql(epoch_query().format(batch="ea_epochs_under_test")).collect())
+    assert found == [("two-low", "broker_epoch", "-3000000000"), ("two-low", "leader_epoch", "-5")]

@@ -46,13 +46,15 @@ MIN_EPOCH = -2
 
 
 def epoch_query(columns: tuple[str, ...] = EPOCH_COLUMNS) -> str:
-    """Offending (event_id, column, value) for every epoch below ``MIN_EPOCH``."""
-    parts = [
-        f"SELECT CAST(event_id AS STRING) AS event_id, '{c}' AS column_name, CAST({c} AS STRING) AS value "
-        f"FROM {{batch}} WHERE {c} < {MIN_EPOCH}"
-        for c in columns
-    ]
-    return "\nUNION ALL\n".join(parts)
+    """Offending (event_id, column, value) for every epoch below ``MIN_EPOCH``: one scan (the rows
+    with any low epoch, then one output row per low column), not one scan per column."""
+    pairs = ", ".join(f"'{c}', CAST({c} AS BIGINT)" for c in columns)
+    any_low = " OR ".join(f"{c} < {MIN_EPOCH}" for c in columns)
+    return (
+        "SELECT CAST(event_id AS STRING) AS event_id, column_name, CAST(value AS STRING) AS value FROM ("
+        f"SELECT event_id, stack({len(columns)}, {pairs}) AS (column_name, value) FROM {{batch}} WHERE {any_low}"
+        f") WHERE value < {MIN_EPOCH}"
+    )
 
 
 def events_expectations(settings: ValidationSettings) -> list[Expectation]:

@@ -200,7 +200,9 @@ class GxProject:
         elif sites[DOCS_SITE].get("store_backend", {}).get("base_directory") != DOCS_BASE_DIRECTORY:
             # a project an older build wrote names its working copy's absolute path
             self.context.update_data_docs_site(DOCS_SITE, site)
-        self.datasource = self.context.data_sources.add_or_update_spark(DATASOURCE)
+        # persist=False: GX would cache each batch whole (every column, bronze's raw lines too) on
+        # its first query; the few folded queries a suite runs read only their columns from Parquet.
+        self.datasource = self.context.data_sources.add_or_update_spark(DATASOURCE, persist=False)
         self.engines = _install_engines(self.context, self.datasource)
 
     def validate(self, suite: TableSuite, expectations: list[Any], df: Any, settings: ValidationSettings) -> Any:
