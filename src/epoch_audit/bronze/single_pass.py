@@ -18,7 +18,7 @@ import os
 from collections import Counter, deque
 from collections.abc import Iterable, Iterator
 from datetime import UTC, date, datetime, timedelta
-from functools import partial
+from functools import lru_cache, partial
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
@@ -55,6 +55,7 @@ FANOUT_RAW_LIMIT = 1000
 FANOUT_RAW_PREFIX = 24  # the line's time stamp: the pointer names where the rest is
 _MICROS_PER_DAY = 86_400_000_000
 _EPOCH = datetime(1970, 1, 1)
+_EPOCH_ORDINAL = date(1970, 1, 1).toordinal()
 BATCH_ROWS = 10_000  # an output Arrow batch is cut at this many rows or BATCH_CHARS characters of text
 BATCH_CHARS = 16 << 20
 
@@ -126,6 +127,8 @@ class FilePass:
         self.counts = dict.fromkeys(COUNT_COLUMNS[:-1], 0)
         seed = task.get("seed_micros")
         self.max_micros: int | None = seed
+        self._own_micros: int | None = None  # the max the cached own_time was made from
+        self._own_time: datetime | None = None
         self.out: list[Row] = []
         self.irrelevant_families: Counter[str] = Counter()
 
@@ -154,20 +157,28 @@ class FilePass:
     def emit_events(self, rows: list[Row]) -> tuple[bool, str | None]:
         """Finish and emit one line's / record's rows (sub_index order); return (has_event, reason)."""
         has_event, reason = False, None
-        for row in sorted((finish_row(r) for r in rows), key=lambda r: r["sub_index"] or 0):
+        finished = [finish_row(r) for r in rows]
+        if len(finished) > 1:
+            finished.sort(key=_sub_index)
+        for row in finished:
             if row["event_type"] == MALFORMED:
                 if reason is None:
                     reason = (row["details"] or {}).get("reason") or "malformed"
                 continue
             has_event = True
             when = row["event_time"]
+            day = None
             if when is not None:
                 micros = _micros(when)
-                self.max_micros = micros if self.max_micros is None else max(self.max_micros, micros)
+                if self.max_micros is None or micros > self.max_micros:
+                    self.max_micros = micros
+                day = _day_of(micros // _MICROS_PER_DAY)
+            if self.max_micros != self._own_micros:  # the running max moved: its timestamp once
+                self._own_micros = self.max_micros
+                self._own_time = None if self.max_micros is None else _from_micros(self.max_micros)
             row["row_kind"] = "event"
-            row["own_time"] = None if self.max_micros is None else _from_micros(self.max_micros)
-            row["event_date"] = None if when is None else date.fromordinal(
-                date(1970, 1, 1).toordinal() + _micros(when) // _MICROS_PER_DAY)
+            row["own_time"] = self._own_time
+            row["event_date"] = day
             row["event_class"] = "traffic" if row["event_type"] in TRAFFIC_TYPES else "state"
             raw = row["raw"]
             if (row["sub_index"] or 0) > 0 and raw is not None and len(raw) > FANOUT_RAW_LIMIT:
@@ -194,6 +205,16 @@ class FilePass:
 
 def _from_micros(micros: int) -> datetime:
     return _EPOCH + timedelta(microseconds=micros)
+
+
+def _sub_index(row: Row) -> int:
+    return row["sub_index"] or 0
+
+
+@lru_cache(maxsize=4096)
+def _day_of(days: int) -> date:
+    """The date ``days`` after 1970-01-01 (a file's events fall on a few days: cached)."""
+    return date.fromordinal(_EPOCH_ORDINAL + days)
 
 
 def _line_row(task: Row, number: int, text: str, chars: int) -> Row:
