@@ -155,10 +155,21 @@ def _caster(dtype: DataType) -> Callable[[Any], Any]:
 
 
 _EVENT_COLUMNS = tuple(f.name for f in EVENT_SCHEMA.fields)
-# column -> (its position, fast safe cast, checked for misfits, an array, the misfit reason)
+
+
+def _native(dtype: DataType) -> tuple[type | None, int | None]:
+    """(the Python type a value of ``dtype`` already has when no cast is needed, the bound of an
+    integral one): such a value is kept as it is without a call (None: always cast)."""
+    if isinstance(dtype, (IntegerType, LongType)):
+        return int, 1 << (_INT_BITS[dtype.simpleString()] - 1)
+    return {StringType: str, BooleanType: bool, TimestampType: datetime}.get(type(dtype)), None
+
+
+# column -> (its position, its native type and integral bound, fast safe cast, checked for misfits,
+# an array, the misfit reason)
 _FINISH_PLAN = {
-    f.name: (position, _caster(f.dataType), f.name not in TRUSTED, isinstance(f.dataType, ArrayType),
-             f"{f.name}: value out of range for {f.dataType.simpleString()}")
+    f.name: (position, *_native(f.dataType), _caster(f.dataType), f.name not in TRUSTED,
+             isinstance(f.dataType, ArrayType), f"{f.name}: value out of range for {f.dataType.simpleString()}")
     for position, f in enumerate(EVENT_SCHEMA.fields) if f.name != "event_id"
 }
 
@@ -173,11 +184,18 @@ def finish_row(row: Row) -> Row:
     out: Row = dict.fromkeys(_EVENT_COLUMNS)
     out["event_id"] = event_id(row.get("file_id"), row.get("line_number"), sub_index)
     misfit: tuple[int, str] | None = None
+    plans = _FINISH_PLAN
     for name, source in row.items():
-        plan = _FINISH_PLAN.get(name)
-        if plan is None or source is None:
+        if source is None:
             continue
-        position, cast, checked, is_array, reason = plan
+        plan = plans.get(name)
+        if plan is None:
+            continue
+        position, native, bound, cast, checked, is_array, reason = plan
+        # the common case inline: a value of the column's own type (an integer inside its range)
+        if type(source) is native and (bound is None or -bound <= source < bound):
+            out[name] = source
+            continue
         value = cast(source)
         out[name] = value
         if checked and (value is None or (is_array and None in value)) and (misfit is None or position < misfit[0]):
