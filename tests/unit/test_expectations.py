@@ -323,8 +323,8 @@ def test_evidence_check_never_broadcasts_bronze(validated, spark):
 
 
 def test_epoch_query_reports_each_low_epoch_of_a_row_once(spark):
-    """One scan, one offending row per (event, column) below -2: an int and a long column low in the
-    same event both show, the -1 / -2 sentinels and nulls do not."""
+    """One offending row per (event, column) below -2: an int and a long column low in the same
+    event both show, the -1 / -2 sentinels and nulls do not."""
     from epoch_audit.validate.bronze import epoch_query
 
     rows = [
