@@ -55,62 +55,65 @@ def isr_joins(timeline: DataFrame, registrations: DataFrame) -> DataFrame:
 
 def fetch_probes(candidates: DataFrame, fetches: DataFrame, skew_s: float) -> DataFrame:
     """Per ISR join (``_join_id``, replica) and probe (``_kind`` 1: at the commit, 2: at the commit
-    plus the skew tolerance), from each topic pass (by id, by name): ``_F`` the replica's last
+    plus the skew tolerance) and topic key it matched by (id, name: :func:`_topic_keys`): ``_F`` the replica's last
     caught-up fetch to the leader for the partition at or before the probe (struct of time, event
     id, replica epoch), ``_S`` the last one whose replica epoch is the join's registered broker
     epoch, ``_N`` the last one without a replica epoch, and ``_treg`` the registration time.
 
     An as-of, not a join: joins and fetches are sorted together per (cluster, leader, replica,
-    partition, topic) and running maxima carry the fetches forward. (A range join pairs every join
+    partition, topic key) and running maxima carry the fetches forward; both topic keys in one
+    window, so the fetches are read and sorted once. (A range join pairs every join
     with every earlier fetch: at 10^7 events that is tens of millions of rows and exhausted a 1 GB
     heap.) Only probes with a fetch before them get a row.
     """
     skew = F.expr(f"make_interval(0,0,0,0,0,0,{skew_s})")
     key = ["_cluster", "_leader", "_replica", "_partition", "_topic"]
-    passes = []
-    for join_topic, fetch_topic in (("topic_id", "f_topic_id"), ("topic", "f_topic")):
-        joins = candidates.where(F.col(join_topic).isNotNull()).select(
-            "_join_id",
-            "replica",
-            F.col("cluster_id").alias("_cluster"),
-            F.col("leader").alias("_leader"),
-            F.col("replica").alias("_replica"),
-            F.col("partition").alias("_partition"),
-            F.col(join_topic).alias("_topic"),
-            F.col("event_time").alias("_time"),
-            F.lit(1).alias("_kind"),
-            F.col("registered_be").alias("_be"),
-            F.col("registered_at_time").alias("_treg"),
-        )
-        # The same join probed again at commit + skew (kind 2: after the fetches of that instant).
-        joins = joins.unionByName(joins.withColumn("_time", F.col("_time") + skew).withColumn("_kind", F.lit(2)))
-        timed_fetches = fetches.where(F.col(fetch_topic).isNotNull() & F.col("f_time").isNotNull()).select(
-            F.col("f_cluster").alias("_cluster"),
-            F.col("f_leader").alias("_leader"),
-            F.col("f_replica").alias("_replica"),
-            F.col("f_partition").alias("_partition"),
-            F.col(fetch_topic).alias("_topic"),
-            F.col("f_time").alias("_time"),
-            F.lit(0).alias("_kind"),
-            F.col("f_be").alias("_be"),
-            F.struct("f_time", "f_event_id", "f_be").alias("_fetch"),
-        )
-        rows = joins.unionByName(timed_fetches, allowMissingColumns=True)
-        # A fetch logged at the commit's own time counts (f_time <= commit time): fetches sort first.
-        upto = Window.orderBy("_time", "_kind").rowsBetween(Window.unboundedPreceding, Window.currentRow)
-        by_key, by_epoch = upto.partitionBy(*key), upto.partitionBy(*key, "_be")
-        is_fetch = F.col("_kind") == 0
-        rows = (
-            rows.withColumn("_F", F.max("_fetch").over(by_key))
-            .withColumn("_N", F.max(F.when(is_fetch & F.col("_be").isNull(), F.col("_fetch"))).over(by_key))
-            .withColumn("_S", F.max(F.when(is_fetch & F.col("_be").isNotNull(), F.col("_fetch"))).over(by_epoch))
-        )
-        passes.append(
-            rows.where((F.col("_kind") >= 1) & F.col("_F").isNotNull()).select(
-                "_join_id", "replica", "_kind", "_F", "_S", "_N", "_treg"
-            )
-        )
-    return passes[0].unionByName(passes[1])
+    joins = candidates.select(
+        "_join_id",
+        "replica",
+        F.col("cluster_id").alias("_cluster"),
+        F.col("leader").alias("_leader"),
+        F.col("replica").alias("_replica"),
+        F.col("partition").alias("_partition"),
+        F.explode(_topic_keys("topic_id", "topic")).alias("_topic"),
+        F.col("event_time").alias("_time"),
+        F.lit(1).alias("_kind"),
+        F.col("registered_be").alias("_be"),
+        F.col("registered_at_time").alias("_treg"),
+    )
+    # The same join probed again at commit + skew (kind 2: after the fetches of that instant).
+    joins = joins.unionByName(joins.withColumn("_time", F.col("_time") + skew).withColumn("_kind", F.lit(2)))
+    timed_fetches = fetches.where(F.col("f_time").isNotNull()).select(
+        F.col("f_cluster").alias("_cluster"),
+        F.col("f_leader").alias("_leader"),
+        F.col("f_replica").alias("_replica"),
+        F.col("f_partition").alias("_partition"),
+        F.explode(_topic_keys("f_topic_id", "f_topic")).alias("_topic"),
+        F.col("f_time").alias("_time"),
+        F.lit(0).alias("_kind"),
+        F.col("f_be").alias("_be"),
+        F.struct("f_time", "f_event_id", "f_be").alias("_fetch"),
+    )
+    rows = joins.unionByName(timed_fetches, allowMissingColumns=True)
+    # A fetch logged at the commit's own time counts (f_time <= commit time): fetches sort first.
+    upto = Window.orderBy("_time", "_kind").rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    by_key, by_epoch = upto.partitionBy(*key), upto.partitionBy(*key, "_be")
+    is_fetch = F.col("_kind") == 0
+    rows = (
+        rows.withColumn("_F", F.max("_fetch").over(by_key))
+        .withColumn("_N", F.max(F.when(is_fetch & F.col("_be").isNull(), F.col("_fetch"))).over(by_key))
+        .withColumn("_S", F.max(F.when(is_fetch & F.col("_be").isNotNull(), F.col("_fetch"))).over(by_epoch))
+    )
+    return rows.where((F.col("_kind") >= 1) & F.col("_F").isNotNull()).select(
+        "_join_id", "replica", "_kind", "_F", "_S", "_N", "_treg"
+    )
+
+
+def _topic_keys(topic_id: str, topic: str) -> Column:
+    """The topic keys a row is matched under: ``i:<topic id>`` and ``n:<name>``, whichever it has. A
+    join and a fetch meet when they share one; tagged, so an id never meets a name."""
+    keys = F.array(F.concat(F.lit("i:"), F.col(topic_id)), F.concat(F.lit("n:"), F.col(topic)))
+    return F.filter(keys, lambda k: k.isNotNull())
 
 
 def last_caught_up_fetches(candidates: DataFrame, fetches: DataFrame, skew_s: float) -> DataFrame:
