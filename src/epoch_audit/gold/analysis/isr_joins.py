@@ -54,17 +54,18 @@ def isr_joins(timeline: DataFrame, registrations: DataFrame) -> DataFrame:
 
 
 def fetch_probes(candidates: DataFrame, fetches: DataFrame, skew_s: float) -> DataFrame:
-    """Per ISR join (``_join_id``, replica) and probe (``_kind`` 1: at the commit, 2: at the commit
-    plus the skew tolerance) and topic key it matched by (id, name: :func:`_topic_keys`): ``_F`` the replica's last
-    caught-up fetch to the leader for the partition at or before the probe (struct of time, event
-    id, replica epoch), ``_S`` the last one whose replica epoch is the join's registered broker
-    epoch, ``_N`` the last one without a replica epoch, and ``_treg`` the registration time.
+    """Per ISR join (``_join_id``, replica), probe (``_kind`` 1: at the commit, 2: at the commit plus
+    the skew tolerance) and topic key it matched by (id or name, :func:`_topic_keys`): ``_F`` the
+    replica's last caught-up fetch to the leader for the partition at or before the probe (struct
+    of time, event id, replica epoch), ``_S`` the last one whose replica epoch is the join's
+    registered broker epoch, ``_N`` the last one without a replica epoch, and ``_treg`` the
+    registration time.
 
     An as-of, not a join: joins and fetches are sorted together per (cluster, leader, replica,
-    partition, topic key) and running maxima carry the fetches forward; both topic keys in one
-    window, so the fetches are read and sorted once. (A range join pairs every join
-    with every earlier fetch: at 10^7 events that is tens of millions of rows and exhausted a 1 GB
-    heap.) Only probes with a fetch before them get a row.
+    partition, topic key) and running maxima carry the fetches forward. Both topic keys go through
+    one window, so the fetches are read and sorted once. (A range join pairs every join with every
+    earlier fetch: at 10^7 events that is tens of millions of rows and exhausted a 1 GB heap.) Only
+    probes with a fetch before them get a row.
     """
     skew = F.expr(f"make_interval(0,0,0,0,0,0,{skew_s})")
     key = ["_cluster", "_leader", "_replica", "_partition", "_topic"]
