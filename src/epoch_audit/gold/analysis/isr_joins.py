@@ -95,18 +95,42 @@ def fetch_probes(candidates: DataFrame, fetches: DataFrame, skew_s: float) -> Da
         F.col("f_be").alias("_be"),
         F.struct("f_time", "f_event_id", "f_be").alias("_fetch"),
     )
-    rows = joins.unionByName(timed_fetches, allowMissingColumns=True)
+    # One shuffle by key, read by both windows below (the same exchange, reused: both read the
+    # same columns of it, hence no filter before either window and _treg taken from both).
+    rows = joins.unionByName(timed_fetches, allowMissingColumns=True).repartition(*key)
     # A fetch logged at the commit's own time counts (f_time <= commit time): fetches sort first.
     upto = Window.orderBy("_time", "_kind").rowsBetween(Window.unboundedPreceding, Window.currentRow)
-    by_key, by_epoch = upto.partitionBy(*key), upto.partitionBy(*key, "_be")
     is_fetch = F.col("_kind") == 0
-    rows = (
-        rows.withColumn("_F", F.max("_fetch").over(by_key))
-        .withColumn("_N", F.max(F.when(is_fetch & F.col("_be").isNull(), F.col("_fetch"))).over(by_key))
-        .withColumn("_S", F.max(F.when(is_fetch & F.col("_be").isNotNull(), F.col("_fetch"))).over(by_epoch))
+    probe = ["_join_id", "replica", "_kind", "_topic"]
+    # Two windows, each in its own task, their probe rows joined: one window sorting its output
+    # again for the other made the first one's buffer (a key's every fetch) and the second sort
+    # spill each other in one task into hundreds of files, and a 1 GB heap ran out reading them
+    # back. _F and _N in one select share one window operator (one buffer of the key's rows).
+    in_key = upto.partitionBy(*key)
+    by_key = (
+        rows.select(
+            "*",
+            F.max("_fetch").over(in_key).alias("_F"),
+            F.max(F.when(is_fetch & F.col("_be").isNull(), F.col("_fetch"))).over(in_key).alias("_N"),
+        )
+        .where((F.col("_kind") >= 1) & F.col("_F").isNotNull())
+        .select(*probe, "_F", "_N", "_treg")
     )
-    return rows.where((F.col("_kind") >= 1) & F.col("_F").isNotNull()).select(
-        "_join_id", "replica", "_kind", "_F", "_S", "_N", "_treg"
+    # Rows without a replica epoch form their own group here, with _S null.
+    in_epoch = upto.partitionBy(*key, "_be")
+    by_epoch = (
+        rows.withColumn("_S", F.max(F.when(is_fetch & F.col("_be").isNotNull(), F.col("_fetch"))).over(in_epoch))
+        .where(F.col("_kind") >= 1)
+        .select(*probe, "_S", F.col("_treg").alias("_treg_s"))
+    )
+    # Null-safe, so Spark infers no not-null filter on by_epoch's keys (pushed below its window and
+    # shuffle, it would make that shuffle another one).
+    same_probe = [F.col(f"k.{c}").eqNullSafe(F.col(f"e.{c}")) for c in probe]
+    return by_key.alias("k").join(by_epoch.alias("e"), same_probe, "left").select(
+        *[F.col(f"k.{c}") for c in ("_join_id", "replica", "_kind", "_F")],
+        F.col("e._S"),
+        F.col("k._N"),
+        F.coalesce(F.col("k._treg"), F.col("e._treg_s")).alias("_treg"),
     )
 
 

@@ -175,8 +175,17 @@ def leadership_markers(timeline: DataFrame) -> DataFrame:
 
 def _after_marks(ctx: CheckContext) -> tuple[DataFrame, DataFrame]:
     """The time rule's candidates, before its exemptions: OK produces B answered for P after the
-    last leadership marker of (P, B) moved P away from B, and OK produces after the last
-    fence marker of B fenced it; both with that marker as ``last_m``."""
+    last leadership marker of (P, B) moved P away from B, with that marker as ``last_m`` and the
+    first lead of (P, B) at or after the produce as ``next_lead``; and OK produces after the last
+    fence marker of B fenced it (:func:`_after_fences`).
+
+    A marker holds from its time until the next marker of (P, B) (controller order: time, then
+    decision): a produce strictly after its time and at or before the next one's reads it (a
+    marker timed at the produce's own instant comes after the produce). Only the spans of move
+    markers matter, so each produce joins the few move spans of its (P, B); sorting every produce
+    of a moved broker with the markers, forwards for the last marker and backwards for the next
+    lead, held a window group of every such produce, and two sorts of it in one task spilled each
+    other into hundreds of files at 10^7 lines (the heap ran out reading them back)."""
     timeline = ctx.silver["partition_timeline"]
     marks = leadership_markers(timeline)
     produces = (
@@ -185,47 +194,32 @@ def _after_marks(ctx: CheckContext) -> tuple[DataFrame, DataFrame]:
         .withColumn("broker_id", F.coalesce("host_id", "broker_id"))
     )
     key = [*PARTITION_KEY, "broker_id"]
-    # Compact the big side first: only produces on a broker that was ever moved away / fenced.
-    moved = marks.filter(F.col("kind") == "move").select(*key).distinct()
-    moved_produces = produces.join(F.broadcast(moved), key, "left_semi")
-
-    marker = F.struct("kind", "event_time", "event_id", "held_le", "new_le", "new_leader")
-    rows = moved_produces.select(
-        *key,
-        "event_time",
-        F.lit(0).alias("rank"),
-        F.lit(None).cast("long").alias("seq"),
-        "event_id",
-        F.lit(None).alias("m"),
-        F.lit(None).cast("timestamp").alias("lead_time"),
-        F.lit(True).alias("is_prod"),
-    ).unionByName(
-        marks.select(
-            *key,
-            "event_time",
-            F.lit(1).alias("rank"),
-            F.col("decision_seq").alias("seq"),
-            "event_id",
-            marker.alias("m"),
-            F.when(F.col("kind") == "lead", F.col("event_time")).alias("lead_time"),
-            F.lit(False).alias("is_prod"),
-        ),
-        allowMissingColumns=False,
-    )
-    order = ("event_time", "rank", "seq", "event_id")
-    in_time = Window.partitionBy(*key).orderBy(*order)
-    # The next lead at or after each row, read backwards: Spark recomputes an unbounded-following
-    # frame for every row (quadratic: minutes per check at 10^7 events); a running frame is linear.
-    backwards = Window.partitionBy(*key).orderBy(*[F.col(c).desc() for c in order])
-    rows = (
-        rows.withColumn("last_m", F.last("m", ignorenulls=True).over(in_time.rowsBetween(Window.unboundedPreceding, 0)))
-        .withColumn(
-            "next_lead",
-            F.last("lead_time", ignorenulls=True).over(backwards.rowsBetween(Window.unboundedPreceding, 0)),
+    in_order = Window.partitionBy(*key).orderBy("event_time", "decision_seq", "event_id")
+    spans = (
+        marks.withColumn("_until", F.lead("event_time").over(in_order))
+        .where(F.col("kind") == "move")
+        .select(
+            *[F.col(c).alias(f"_m_{c}") for c in key],
+            F.struct("kind", "event_time", "event_id", "held_le", "new_le", "new_leader").alias("last_m"),
+            "_until",
         )
-        .filter(F.col("is_prod") & (F.col("last_m.kind") == "move"))
     )
-    return rows, _after_fences(ctx, produces)
+    in_span = [F.col(c) == F.col(f"_m_{c}") for c in key] + [
+        F.col("event_time") > F.col("last_m.event_time"),
+        F.col("_until").isNull() | (F.col("event_time") <= F.col("_until")),
+    ]
+    after_moves = produces.join(F.broadcast(spans), in_span).select(*key, "event_time", "event_id", "last_m")
+    # The first lead at or after each such produce: the candidates are few (none in a healthy cluster).
+    leads = marks.where(F.col("kind") == "lead").select(
+        *[F.col(c).alias(f"_l_{c}") for c in key], F.col("event_time").alias("_lead_time")
+    )
+    lead_after = [F.col(c) == F.col(f"_l_{c}") for c in key] + [F.col("_lead_time") >= F.col("event_time")]
+    after_moves = (
+        after_moves.join(leads, lead_after, "left")
+        .groupBy(*key, "event_time", "event_id", "last_m")
+        .agg(F.min("_lead_time").alias("next_lead"))
+    )
+    return after_moves, _after_fences(ctx, produces)
 
 
 def _after_fences(ctx: CheckContext, produces: DataFrame) -> DataFrame:
