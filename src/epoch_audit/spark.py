@@ -35,11 +35,11 @@ LOCAL_DEFAULTS: dict[str, str] = {
     "spark.sql.adaptive.enabled": "true",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
     "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
-    # A sort that spilled reads its spill files back all at once, each through a read-ahead stream
-    # with two 1 MB heap buffers. With a 1 GB heap a task's sorts spill often (a window's buffer and
-    # the next sort in one task spill each other), and at 10^7 lines reading back a few hundred
-    # spills exhausted the heap (in a timelines write, in the ISR-join check). Without read-ahead a
-    # spill reader holds a 1 MB direct buffer and a few KB of heap.
+    # A sort that spilled reads its spill files back all at once, each reader with a 1 MB record
+    # buffer and, with read-ahead, two more 1 MB buffers on the heap. With a 1 GB heap a task's sorts
+    # spill often (a window's buffer and the next sort in one task spill each other), and at 10^7
+    # lines reading back a few hundred spills exhausted the heap (in a timelines write, in the
+    # ISR-join check). Without read-ahead a reader holds 1 MB of heap (and a 1 MB direct buffer).
     "spark.unsafe.sorter.spill.read.ahead.enabled": "false",
     "spark.sql.sources.partitionOverwriteMode": "dynamic",
     # Parquet row groups of 32 MB (default 128 MB compressed ≈ 480 MB of bronze rows with their raw
