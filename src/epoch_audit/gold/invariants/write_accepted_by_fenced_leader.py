@@ -179,13 +179,11 @@ def _after_marks(ctx: CheckContext) -> tuple[DataFrame, DataFrame]:
     first lead of (P, B) at or after the produce as ``next_lead``; and OK produces after the last
     fence marker of B fenced it (:func:`_after_fences`).
 
-    A marker holds from its time until the next marker of (P, B) (controller order: time, then
-    decision): a produce strictly after its time and at or before the next one's reads it (a
-    marker timed at the produce's own instant comes after the produce). Only the spans of move
-    markers matter, so each produce joins the few move spans of its (P, B); sorting every produce
-    of a moved broker with the markers, forwards for the last marker and backwards for the next
-    lead, held a window group of every such produce, and two sorts of it in one task spilled each
-    other into hundreds of files at 10^7 lines (the heap ran out reading them back)."""
+    Markers in controller order (time, then decision), joined as spans (:func:`_in_span_of`):
+    sorting every produce of a moved broker with the markers, forwards for the last marker and
+    backwards for the next lead, held a window group of every such produce, and two sorts of it in
+    one task spilled each other into hundreds of files at 10^7 lines (the heap ran out reading
+    them back)."""
     timeline = ctx.silver["partition_timeline"]
     marks = leadership_markers(timeline)
     produces = (
@@ -194,21 +192,8 @@ def _after_marks(ctx: CheckContext) -> tuple[DataFrame, DataFrame]:
         .withColumn("broker_id", F.coalesce("host_id", "broker_id"))
     )
     key = [*PARTITION_KEY, "broker_id"]
-    in_order = Window.partitionBy(*key).orderBy("event_time", "decision_seq", "event_id")
-    spans = (
-        marks.withColumn("_until", F.lead("event_time").over(in_order))
-        .where(F.col("kind") == "move")
-        .select(
-            *[F.col(c).alias(f"_m_{c}") for c in key],
-            F.struct("kind", "event_time", "event_id", "held_le", "new_le", "new_leader").alias("last_m"),
-            "_until",
-        )
-    )
-    in_span = [F.col(c) == F.col(f"_m_{c}") for c in key] + [
-        F.col("event_time") > F.col("last_m.event_time"),
-        F.col("_until").isNull() | (F.col("event_time") <= F.col("_until")),
-    ]
-    after_moves = produces.join(F.broadcast(spans), in_span).select(*key, "event_time", "event_id", "last_m")
+    move_fields = ("kind", "event_time", "event_id", "held_le", "new_le", "new_leader")
+    after_moves = _in_span_of(produces, marks, key, "decision_seq", "move", move_fields)
     # The first lead at or after each such produce: the candidates are few (none in a healthy cluster).
     leads = marks.where(F.col("kind") == "lead").select(
         *[F.col(c).alias(f"_l_{c}") for c in key], F.col("event_time").alias("_lead_time")
@@ -224,34 +209,38 @@ def _after_marks(ctx: CheckContext) -> tuple[DataFrame, DataFrame]:
 
 def _after_fences(ctx: CheckContext, produces: DataFrame) -> DataFrame:
     """OK produces of B after the last fence marker of B (in the metadata log's order) fenced it,
-    with that marker as ``last_m``.
-
-    A marker holds from its time until the broker's next marker: a produce strictly after the
-    marker's time and at or before the next one's reads it (a marker timed at the produce's own
-    instant comes after the produce). Markers are few per broker, so each produce joins the one
-    fence span it falls in; sorting the produces with the markers in one window per broker made a
-    window group of every produce the broker answered (about a million rows at 10^7 lines)."""
+    with that marker as ``last_m``. Joined as spans (:func:`_in_span_of`): sorting the produces with
+    the markers in one window per broker made a window group of every produce the broker answered
+    (about a million rows at 10^7 lines)."""
     fences = fence_markers(ctx.events)
-    broker_key = ["cluster_id", "broker_id"]
-    in_order = Window.partitionBy(*broker_key).orderBy("event_time", "metadata_offset", "event_id")
+    return _in_span_of(
+        produces, fences, ["cluster_id", "broker_id"], "metadata_offset", "fence", ("kind", "event_time", "event_id")
+    )
+
+
+def _in_span_of(
+    produces: DataFrame, markers: DataFrame, key: list[str], tiebreak: str, kind: str, fields: tuple[str, ...]
+) -> DataFrame:
+    """The ``produces`` whose last marker of their ``key`` (ordered by time, ``tiebreak``, event id)
+    is of ``kind``, with that marker's ``fields`` as ``last_m``.
+
+    A marker holds from its time until the key's next marker: a produce strictly after its time
+    and at or before the next one's reads it (a marker timed at the produce's own instant comes
+    after the produce). Markers are few per key, so each produce joins (broadcast) the one span of
+    ``kind`` it falls in, instead of being sorted with the markers."""
+    in_order = Window.partitionBy(*key).orderBy("event_time", tiebreak, "event_id")
     spans = (
-        fences.withColumn("_until", F.lead("event_time").over(in_order))
-        .where(F.col("kind") == "fence")
-        .select(
-            F.col("cluster_id").alias("_f_cluster"),
-            F.col("broker_id").alias("_f_broker"),
-            F.struct("kind", "event_time", "event_id").alias("last_m"),
-            "_until",
-        )
+        markers.withColumn("_until", F.lead("event_time").over(in_order))
+        .where(F.col("kind") == kind)
+        .select(*[F.col(c).alias(f"_m_{c}") for c in key], F.struct(*fields).alias("last_m"), "_until")
     )
-    in_span = (
-        (F.col("cluster_id") == F.col("_f_cluster"))
-        & (F.col("broker_id") == F.col("_f_broker"))
-        & (F.col("event_time") > F.col("last_m.event_time"))
-        & (F.col("_until").isNull() | (F.col("event_time") <= F.col("_until")))
+    in_span = [F.col(c) == F.col(f"_m_{c}") for c in key] + [
+        F.col("event_time") > F.col("last_m.event_time"),
+        F.col("_until").isNull() | (F.col("event_time") <= F.col("_until")),
+    ]
+    return produces.join(F.broadcast(spans), in_span).select(
+        *PARTITION_KEY, "broker_id", "event_time", "event_id", "last_m"
     )
-    key = [*PARTITION_KEY, "broker_id"]
-    return produces.join(F.broadcast(spans), in_span).select(*key, "event_time", "event_id", "last_m")
 
 
 def carry(ctx: CheckContext) -> DataFrame:
