@@ -8,6 +8,7 @@ from pathlib import Path
 import pyarrow as pa
 from deltalake import DeltaTable, write_deltalake
 from epoch_audit_tools.table_docs import tables_markdown
+from pyspark.sql.types import StructType
 
 from epoch_audit.contracts.descriptions import SHARED_COLUMNS, TABLES, column_comments, table_description
 from epoch_audit.contracts.events import EVENT_SCHEMA
@@ -29,7 +30,9 @@ def _comments(dt: DeltaTable) -> dict[str, str | None]:
     return {f.name: f.metadata.get("comment") for f in dt.schema().fields}
 
 
-def _ddl_columns(ddl: str) -> list[str]:
+def _ddl_columns(ddl: str | StructType) -> list[str]:
+    if isinstance(ddl, StructType):
+        return ddl.fieldNames()
     return [part.strip().split()[0] for part in ddl.split(",")]
 
 

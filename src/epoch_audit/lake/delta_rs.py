@@ -6,12 +6,8 @@ committed, so they stay invisible.
 
 from __future__ import annotations
 
-import json
 import os
-import re
-import string
 import time
-import unicodedata
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -36,6 +32,8 @@ from pyspark.sql.types import (
 )
 
 from epoch_audit import objstore
+from epoch_audit.lake import small_tables
+from epoch_audit.lake.delta_stats import file_stats
 from epoch_audit.lake.descriptions import describe_delta_rs, described_schema, table_description_text
 from epoch_audit.lake.engine_base import (
     StorageError,
@@ -45,6 +43,9 @@ from epoch_audit.lake.engine_base import (
     source_partitions,
 )
 from epoch_audit.lake.evolve import add_columns_delta_rs
+from epoch_audit.lake.file_uris import norm_uri as _norm_uri
+from epoch_audit.lake.file_uris import norm_uri_col as _norm_uri_col
+from epoch_audit.lake.file_uris import spark_file_uris as _spark_file_uris
 from epoch_audit.lake.tables import partition_columns_for
 
 
@@ -403,6 +404,71 @@ class DeltaRsStorage:
         )
         self._rewrite(table, affected, kept, source)
 
+    # -- small unpartitioned tables through Arrow, no Spark job (epoch_audit.lake.small_tables) -----
+    def _small(self, table: str):
+        """The table's log if it is an unpartitioned table (None: it does not exist), or False."""
+        if not self.exists(table):
+            return None
+        dt = self._table(table)
+        return False if dt.metadata().partition_columns else dt
+
+    def rows(self, table: str, columns: list[str] | None = None) -> list[dict]:
+        """Every row of a small table (``columns`` of it), read by the driver; [] if there is none."""
+        dt = self._small(table)
+        if dt is None:
+            return []
+        if dt is False:
+            return [r.asDict() for r in self.read(table).select(*(columns or ["*"])).collect()]
+        schema = pa.schema(dt.schema().to_arrow())
+        wanted = pa.schema([schema.field(c) for c in columns]) if columns is not None else schema
+        parts = [small_tables.read_file(uri, wanted) for uri, _, _ in self._files(dt)]
+        return small_tables.python_rows(pa.concat_tables(parts)) if parts else []
+
+    def upsert_rows(self, table: str, rows: list[tuple], schema: StructType, keys: list[str]) -> None:
+        """:meth:`upsert` of ``createDataFrame(rows, schema)``: the same commit, written by pyarrow."""
+        dt = self._small(table)
+        stored = pa.schema(dt.schema().to_arrow()) if dt else None
+        if dt is False or (stored is not None and not set(schema.fieldNames()) <= set(stored.names)):
+            # partitioned, or rows with a column the table lacks: Spark's write decides
+            self.upsert(table, self.spark.createDataFrame(rows, schema), keys)
+            return
+        new = small_tables.first_per_key(small_tables.arrow_rows(rows, schema), keys)
+        if stored is None:
+            self._commit_arrow(table, new, [], "append")
+            return
+        new = small_tables.conform(new, stored)
+        wanted = set(small_tables.key_tuples(new, keys))
+        affected, kept = [], []
+        for uri, rel, _ in self._files(dt):
+            old = small_tables.read_file(uri, stored)
+            hit = [k in wanted for k in small_tables.key_tuples(old, keys)]
+            if any(hit):
+                affected.append(rel)
+                kept.append(old.filter(pa.array([not h for h in hit])))
+        from deltalake.transaction import RemoveAction
+
+        now = int(time.time() * 1000)
+        removes = [RemoveAction(path=rel, data_change=True, deletion_timestamp=now) for rel in affected]
+        self._commit_arrow(table, pa.concat_tables([*kept, new]), removes, "append")
+
+    def overwrite_rows(self, table: str, rows: list[tuple], schema: StructType) -> None:
+        """:meth:`overwrite` with ``createDataFrame(rows, schema)``, written by pyarrow."""
+        if self._small(table) is False:
+            self.overwrite(table, self.spark.createDataFrame(rows, schema))
+            return
+        self._commit_arrow(table, small_tables.arrow_rows(rows, schema), [], "overwrite")
+
+    def _commit_arrow(self, table: str, data: pa.Table, removes: list, mode: str) -> None:
+        """``data`` as one new file of an unpartitioned table (``removes`` dropped), one commit."""
+        from deltalake.transaction import AddAction
+
+        write_dir = f"part-{time.strftime('%Y%m%d%H%M%S')}-{uuid.uuid4().hex[:12]}"
+        rel = f"{write_dir}/part-00000-{uuid.uuid4()}-c000.snappy.parquet"
+        size, meta = small_tables.write_file(objstore.join(self._dir(table), rel), data)
+        add = AddAction(path=rel, size=size, partition_values={}, modification_time=int(time.time() * 1000),
+                        data_change=True, stats=file_stats(meta))
+        self._commit(table, [*removes, add], _nullable(data.schema), mode, [])
+
     def replace_where(self, table: str, df: DataFrame, column: str, values: list[str]) -> None:
         """Replace every row whose ``column`` is in ``values`` by ``df`` (one atomic commit)."""
         if replaced_trivially(self, table, df, values):
@@ -453,60 +519,6 @@ class DeltaRsStorage:
         }
 
 
-# Delta's data-skipping statistics are bounds: a reader skips a file when a filter cannot hold
-# between them, so only exact ones are written: integers, dates, and strings of at most 32
-# characters (Delta's own prefix length). Timestamps are left out: Delta keeps them to the
-# millisecond, and a maximum cut below its microseconds would skip a file holding the value.
-STATS_STRING_CHARS = 32
-
-
-def _has_stats(arrow_type: pa.DataType) -> bool:
-    return (
-        pa.types.is_integer(arrow_type) or pa.types.is_date32(arrow_type)
-        or pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type)
-    )
-
-
-def _stat_value(value: object) -> object | None:
-    """A Parquet minimum or maximum as Delta's stats JSON holds it; None: not kept."""
-    if isinstance(value, str):
-        return value if len(value) <= STATS_STRING_CHARS else None
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    if hasattr(value, "isoformat"):  # a date
-        return value.isoformat()
-    return None
-
-
-def file_stats(meta: pq.FileMetaData) -> str:
-    """The ``stats`` JSON of a file's AddAction from its Parquet footer: ``numRecords`` and, per
-    top-level integer, date or string column, ``nullCount`` and (when exact) ``minValues`` /
-    ``maxValues`` over every row group. A column without statistics in a row group is left out."""
-    stats: dict[str, object] = {"numRecords": meta.num_rows}
-    if meta.num_row_groups == 0:
-        return json.dumps(stats)
-    leaf = {meta.row_group(0).column(j).path_in_schema: j for j in range(meta.num_columns)}
-    mins: dict[str, object] = {}
-    maxs: dict[str, object] = {}
-    nulls: dict[str, int] = {}
-    for field in meta.schema.to_arrow_schema():
-        j = leaf.get(field.name)  # a nested column's leaves are named parent.child...: never matched
-        if j is None or not _has_stats(field.type):
-            continue
-        groups = [meta.row_group(r).column(j).statistics for r in range(meta.num_row_groups)]
-        if any(g is None or not g.has_null_count for g in groups):
-            continue
-        nulls[field.name] = sum(g.null_count for g in groups)
-        bounded = [g for g in groups if g.has_min_max]  # a row group of nulls only has none
-        lows = [_stat_value(g.min) for g in bounded]
-        highs = [_stat_value(g.max) for g in bounded]
-        if bounded and None not in lows and None not in highs:
-            mins[field.name], maxs[field.name] = min(lows), max(highs)
-    if nulls:
-        stats.update(minValues=mins, maxValues=maxs, nullCount=nulls)
-    return json.dumps(stats)
-
-
 def _partition_string(value: object) -> str | None:
     """A partition value as the Delta log serialises it (dates ISO, null stays null)."""
     if value is None:
@@ -518,7 +530,6 @@ def _raw_uris(files_df: DataFrame) -> list[str]:
     return [r["_file"] for r in files_df.collect()]
 
 
-_URI_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+:")
 # Partitioned tables: files are moved into the table's Hive directories, and files found there are
 # read with their partition values from the paths. Tests turn these off to make and read the
 # per-write layout of tables written before (read with the join).
@@ -533,53 +544,6 @@ def _in_hive_layout(path: str, table_dir: str, part_cols: list[str]) -> bool:
     return len(parts) == len(part_cols) + 1 and all(
         part.startswith(f"{c}=") for part, c in zip(parts, part_cols, strict=False)
     )
-
-
-def _norm_uri(uri: str) -> str:
-    """The local path a file URI or path names. A URI (``file:/a%20b`` in a scan's
-    ``_metadata.file_path``, ``file:///a%20b`` from ``input_file_name()``) is percent-decoded; a
-    plain path (what delta-rs ``file_uris()`` returns) is taken as it is — a partition directory
-    such as ``cluster_id=x%3Dy`` holds a literal ``%``. Relative paths are made absolute, as Spark
-    qualifies them. See ``_norm_uri_col`` for the same in Spark."""
-    from urllib.parse import unquote, urlparse
-
-    if objstore.is_remote(uri):  # an object store's URI: the bucket is part of the name
-        parsed = urlparse(uri)
-        return f"{parsed.scheme}://{parsed.netloc}{os.path.normpath(unquote(parsed.path))}"
-    if _URI_SCHEME.match(uri):
-        return os.path.normpath(unquote(urlparse(uri).path))
-    return os.path.abspath(uri)
-
-
-def _norm_uri_col(uri: Column) -> Column:
-    """``_norm_uri`` of a Spark file URI (``_metadata.file_path``, ``input_file_name()``) as a
-    Column: drop the scheme and the authority, percent-decode. ``url_decode`` would read a '+' as
-    a space: a URI path's '+' is literal, so it is escaped first. Hadoop paths are already
-    normalised."""
-    path = F.regexp_replace(uri, r"^[A-Za-z][A-Za-z0-9+.-]+:(//[^/]*)?", "")
-    return F.url_decode(F.regexp_replace(path, r"\+", "%2B"))
-
-
-# The ASCII characters java.net.URI leaves as they are in a path (Hadoop ``Path.toUri()``); it
-# escapes the others, and of the non-ASCII ones the space separators and the C1 controls.
-_URI_PATH_CHARS = frozenset(string.ascii_letters + string.digits + "-_.!~*'();:@&=+$,/")
-
-
-def _spark_file_uris(path: str) -> list[str]:
-    """What Spark names the local file ``path`` (absolute, normalised) by: its
-    ``Path.toUri().toString()``, under a ``file:`` (``_metadata.file_path``) or a ``file://``
-    (``input_file_name()``, Spark 3.4+) prefix. A fast path
-    only: a form this misses is matched through ``_norm_uri_col``."""
-    out = []
-    for ch in path:
-        if ord(ch) < 0x80:
-            out.append(ch if ch in _URI_PATH_CHARS else f"%{ord(ch):02X}")
-        elif ord(ch) <= 0x9F or unicodedata.category(ch) in ("Zs", "Zl", "Zp"):
-            out.append("".join(f"%{b:02X}" for b in ch.encode("utf-8", "surrogatepass")))
-        else:
-            out.append(ch)
-    quoted = "".join(out)
-    return [f"file://{quoted}", f"file:{quoted}"]
 
 
 _PRUNABLE_TYPES = (StringType, DateType, BooleanType, ByteType, ShortType, IntegerType, LongType)

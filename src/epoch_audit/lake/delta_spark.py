@@ -219,6 +219,18 @@ class DeltaSparkStorage:
         crash_point(f"committed:{table}")
         self.describe(table)
 
+    # small tables (see DeltaRsStorage.rows): through Spark here
+    def rows(self, table: str, columns: list[str] | None = None) -> list[dict]:
+        if not self.exists(table):
+            return []
+        return [r.asDict() for r in self.read(table).select(*(columns or ["*"])).collect()]
+
+    def upsert_rows(self, table: str, rows: list[tuple], schema: StructType, keys: list[str]) -> None:
+        self.upsert(table, self.spark.createDataFrame(rows, schema), keys)
+
+    def overwrite_rows(self, table: str, rows: list[tuple], schema: StructType) -> None:
+        self.overwrite(table, self.spark.createDataFrame(rows, schema))
+
     def describe(self, table: str) -> int:
         """Give ``table`` its contract's description and column comments where it lacks them
         (:func:`epoch_audit.lake.descriptions.describe_delta_spark`); the commits made."""

@@ -106,13 +106,11 @@ class IngestResult:
 def _consumed(storage: LakeStorage) -> dict[str, dict]:
     if not storage.exists(FILES_TABLE):
         return {}
-    table = storage.read(FILES_TABLE)
+    wanted = ["file_id", "consumed_bytes", "consumed_lines", "prefix_sha256"]
     # max_event_micros: since the own_time column (older lakes: unknown, null)
-    micros = F.col("max_event_micros") if "max_event_micros" in table.columns else F.lit(None).cast("long")
-    rows = table.select(
-        "file_id", "consumed_bytes", "consumed_lines", "prefix_sha256", micros.alias("max_event_micros")
-    )
-    return {r["file_id"]: r.asDict() for r in rows.collect()}  # one row per file: small
+    has_micros = "max_event_micros" in storage.columns(FILES_TABLE)
+    rows = storage.rows(FILES_TABLE, wanted + (["max_event_micros"] if has_micros else []))  # a row per file
+    return {r["file_id"]: {"max_event_micros": None, **r} for r in rows}
 
 
 def ingest(
@@ -215,14 +213,10 @@ def ingest(
                 delivered_at,
             )
         )
-    storage.upsert(
-        ACCOUNTING_TABLE,
-        spark.createDataFrame(accounting_rows, ACCOUNTING_SCHEMA),
-        ["file_id", "start_line"],
-    )
+    storage.upsert_rows(ACCOUNTING_TABLE, accounting_rows, ACCOUNTING_SCHEMA, ["file_id", "start_line"])
     # Written last: it is what the next run trusts as "already consumed".
     _upgrade_files_table(storage)
-    storage.upsert(FILES_TABLE, spark.createDataFrame(file_rows, FILES_SCHEMA), ["file_id"])
+    storage.upsert_rows(FILES_TABLE, file_rows, FILES_SCHEMA, ["file_id"])
     remove_staging(staging)
     timer.lap("accounting")
 

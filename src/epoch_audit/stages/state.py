@@ -10,6 +10,7 @@ cluster, and a run rebuilds only the clusters whose fingerprint moved.
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import json
 from typing import Any
 
@@ -30,7 +31,7 @@ from pyspark.sql.types import (
 from epoch_audit.lake.storage import LakeStorage
 from epoch_audit.lake.tables import EVENTS_TABLE, LEDGER_TABLE, RUN_SUMMARY_TABLE
 
-STATE_SCHEMA = "cluster_id string, fingerprint string, run_id string"
+STATE_SCHEMA = StructType([StructField(name, StringType()) for name in ("cluster_id", "fingerprint", "run_id")])
 # gold/run_summary: the columns every lake's table has had (the whole summary as JSON last), then
 # typed columns taken out of it for dashboards (a lake written before them gets them:
 # epoch_audit.stages.upgrade). Null where the run did not run the stage that counts them, never 0.
@@ -66,10 +67,8 @@ SILENT_HOSTS_EXPECTATION = "hosts_not_silent"
 def ledger_fingerprints(storage: LakeStorage) -> dict[str, str]:
     """Per cluster, a fingerprint of every bronze chunk ingested for it so far (small: one row per chunk)."""
     if storage.exists(LEDGER_TABLE):
-        keys = storage.read(LEDGER_TABLE).select(
-            "cluster_id", F.concat_ws(":", "file_id", F.col("start_line").cast("string")).alias("k")
-        )
-    elif storage.exists(EVENTS_TABLE):  # a lake written without the ledger (tests, old lakes)
+        return _fingerprints(storage.rows(LEDGER_TABLE, ["cluster_id", "file_id", "start_line"]))
+    if storage.exists(EVENTS_TABLE):  # a lake written without the ledger (tests, old lakes)
         keys = storage.read(EVENTS_TABLE).select("cluster_id", F.col("event_id").alias("k"))
     else:
         return {}
@@ -81,11 +80,21 @@ def ledger_fingerprints(storage: LakeStorage) -> dict[str, str]:
     return {r["cluster_id"]: r["fp"] for r in rows if r["cluster_id"] is not None}
 
 
+def _fingerprints(ledger: list[dict]) -> dict[str, str]:
+    """Per cluster, sha256 of its ledger keys (``file_id:start_line``) distinct, sorted and joined
+    by commas: the value Spark's ``sha2(concat_ws(",", array_sort(collect_set(k))), 256)`` gives,
+    so that fingerprints recorded by either stay comparable (UTF-8 byte order is code point order)."""
+    keys: dict[str, set[str]] = {}
+    for r in ledger:
+        if r["cluster_id"] is not None:
+            parts = (r["file_id"], None if r["start_line"] is None else str(r["start_line"]))
+            keys.setdefault(r["cluster_id"], set()).add(":".join(p for p in parts if p is not None))
+    return {c: hashlib.sha256(",".join(sorted(k)).encode("utf-8")).hexdigest() for c, k in keys.items()}
+
+
 def built_fingerprints(storage: LakeStorage, state_table: str) -> dict[str, str]:
     """Per cluster, the ledger fingerprint ``state_table`` last recorded it built from."""
-    if not storage.exists(state_table):
-        return {}
-    return {r["cluster_id"]: r["fingerprint"] for r in storage.read(state_table).collect()}
+    return {r["cluster_id"]: r["fingerprint"] for r in storage.rows(state_table, ["cluster_id", "fingerprint"])}
 
 
 def stale_clusters(
@@ -102,20 +111,12 @@ def mark_built(
     spark: SparkSession, storage: LakeStorage, state_table: str, clusters: list[str], fps: dict[str, str], run_id: str
 ) -> None:
     """Record in ``state_table`` that ``clusters`` were built from their fingerprints ``fps``."""
-    rows = spark.createDataFrame([(c, fps[c], run_id) for c in clusters], STATE_SCHEMA)
-    if storage.exists(state_table):
-        # One row per cluster, a few rows in all: the other clusters' rows + the new ones, one
-        # overwrite (one Spark job; an upsert plans a key check, a file search and a rewrite).
-        others = storage.read(state_table).where(~F.col("cluster_id").isin(clusters))
-        rows = others.select(*rows.columns).unionByName(rows)
-    storage.overwrite(state_table, rows)
+    storage.upsert_rows(state_table, [(c, fps[c], run_id) for c in clusters], STATE_SCHEMA, ["cluster_id"])
 
 
 def completed_runs(storage: LakeStorage) -> set[str]:
     """The runs that wrote their gold/run_summary row (every stage they ran finished)."""
-    if not storage.exists(RUN_SUMMARY_TABLE):
-        return set()
-    return {r["run_id"] for r in storage.read(RUN_SUMMARY_TABLE).select("run_id").collect()}
+    return {r["run_id"] for r in storage.rows(RUN_SUMMARY_TABLE, ["run_id"])}
 
 
 def _count(value: Any) -> int | None:
@@ -169,4 +170,4 @@ def record_run(spark: SparkSession, storage: LakeStorage, summary: dict[str, Any
                started_at: Any, finished_at: Any) -> None:
     """Write this run's row of gold/run_summary: from then on its violations count as reported."""
     row = run_summary_row(summary, command, started_at, finished_at)
-    storage.upsert(RUN_SUMMARY_TABLE, spark.createDataFrame([row], RUN_SUMMARY_SCHEMA), ["run_id"])
+    storage.upsert_rows(RUN_SUMMARY_TABLE, [row], RUN_SUMMARY_SCHEMA, ["run_id"])

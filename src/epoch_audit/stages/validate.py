@@ -18,7 +18,7 @@ from epoch_audit.config import AppConfig
 from epoch_audit.lake.storage import LakeStorage
 from epoch_audit.stages.base import StageResult
 from epoch_audit.validate.base import ValidationSettings
-from epoch_audit.validate.runner import RESULTS_TABLE, results_dataframe, run_suites
+from epoch_audit.validate.runner import RESULTS_SCHEMA, RESULTS_TABLE, result_rows, run_suites
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +40,7 @@ def run_validation(
     outcome = run_suites(spark, storage, settings_for(config, run_id, this_run_only))
     if not outcome.rows:
         return StageResult("validate", "skipped", {"reason": "no suites in this build"})
-    storage.upsert(RESULTS_TABLE, results_dataframe(spark, outcome), RESULT_KEYS)
+    storage.upsert_rows(RESULTS_TABLE, result_rows(outcome), RESULTS_SCHEMA, RESULT_KEYS)
     critical: list[dict[str, Any]] = [
         {
             "table": r["table"],

@@ -368,6 +368,6 @@ def _short(rows: list[dict[str, Any]], table: str) -> str:
     return f"{len(mine) - len(failed)}/{len(mine)} ok" + (f", failed: {', '.join(failed)}" if failed else "")
 
 
-def results_dataframe(spark: SparkSession, outcome: ValidationOutcome) -> Any:
-    """The outcome as a gold/validation_results DataFrame (one row per expectation: small)."""
-    return spark.createDataFrame([tuple(r[c] for c in RESULT_COLUMNS) for r in outcome.rows], RESULTS_SCHEMA)
+def result_rows(outcome: ValidationOutcome) -> list[tuple]:
+    """The outcome as gold/validation_results rows (RESULTS_SCHEMA; one per expectation: small)."""
+    return [tuple(r[c] for c in RESULT_COLUMNS) for r in outcome.rows]
