@@ -56,10 +56,13 @@ FANOUT_RAW_PREFIX = 24  # the line's time stamp: the pointer names where the res
 _MICROS_PER_DAY = 86_400_000_000
 _EPOCH = datetime(1970, 1, 1)
 _EPOCH_ORDINAL = date(1970, 1, 1).toordinal()
+VOUCHED_IDS_KEPT = 250_000  # per task: about 25 MB of a Python worker's memory at most
 BATCH_ROWS = 10_000  # an output Arrow batch is cut at this many rows or BATCH_CHARS characters of text
 BATCH_CHARS = 16 << 20
 
-COUNT_COLUMNS = ("lines_read", "parsed", "irrelevant", "malformed", "bad_utf8", "redacted", "max_event_micros")
+# unvouched_ids: events of the task whose id this pass cannot vouch is unique in it (see FilePass)
+COUNT_COLUMNS = ("lines_read", "parsed", "irrelevant", "malformed", "bad_utf8", "redacted", "unvouched_ids",
+                 "max_event_micros")
 PASS_SCHEMA = StructType(
     [StructField("row_kind", StringType())]
     # nullable: a quarantine or file row has no event id
@@ -131,6 +134,10 @@ class FilePass:
         self._own_time: datetime | None = None
         self.out: list[Row] = []
         self.irrelevant_families: Counter[str] = Counter()
+        # An event id hashes (file, line_number, sub_index) and a task reads one file: its ids are
+        # unique when no (line_number, sub_index) repeats. Kept for up to VOUCHED_IDS_KEPT events
+        # (a file-level parser may emit a line's events after later lines'); past that, unvouched.
+        self._id_keys: set[tuple[int, int]] | None = set()
 
     # -- lines ---------------------------------------------------------------------------------
     def line_facts(self, text: str, chars: int, read_problem: str | None) -> tuple[str, str | None]:
@@ -176,6 +183,7 @@ class FilePass:
             if self.max_micros != self._own_micros:  # the running max moved: its timestamp once
                 self._own_micros = self.max_micros
                 self._own_time = None if self.max_micros is None else _from_micros(self.max_micros)
+            self._vouch(row["line_number"], row["sub_index"])
             row["row_kind"] = "event"
             row["own_time"] = self._own_time
             row["event_date"] = day
@@ -185,6 +193,16 @@ class FilePass:
                 row["raw"] = raw[:FANOUT_RAW_PREFIX] + f"…[+{len(raw) - FANOUT_RAW_PREFIX} chars: see sub_index 0]"
             self.out.append(row)
         return has_event, reason
+
+    def _vouch(self, line: int, sub: int) -> None:
+        keys = self._id_keys
+        if keys is not None and (line, sub) not in keys and len(keys) < VOUCHED_IDS_KEPT:
+            keys.add((line, sub))
+            return
+        # a repeated (line, sub_index), or a file with more events than kept: bronze's write checks
+        self.counts["unvouched_ids"] += 1
+        if keys is not None and len(keys) >= VOUCHED_IDS_KEPT:
+            self._id_keys = None  # no more memory spent on a file that will be checked anyway
 
     def take(self) -> list[Row]:
         """The rows accumulated so far (handed on while the file is still being read)."""

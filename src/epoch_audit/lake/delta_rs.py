@@ -357,7 +357,7 @@ class DeltaRsStorage:
         ]
         self._commit(table, removes + adds, schema, "append", cols)
 
-    def upsert(self, table: str, df: DataFrame, keys: list[str]) -> None:
+    def upsert(self, table: str, df: DataFrame, keys: list[str], unique: bool = False) -> None:
         """Exact upsert: rewrite only the files holding a key of ``df``, in one commit.
 
         Partition pruning: on a partitioned table, only the files of the partitions ``df`` writes
@@ -371,7 +371,7 @@ class DeltaRsStorage:
         Pruning uses the partition columns whose type has one string form in the Delta log and in
         Python (strings, integers, booleans, dates) and the same type in ``df``; none: no pruning.
         """
-        source = dedupe_by_keys(df, keys)
+        source = df if unique else dedupe_by_keys(df, keys)
         if not self.exists(table):
             self.append(table, source)
             return

@@ -192,12 +192,12 @@ class DeltaSparkStorage:
         crash_point(f"committed:{table}")
         self.describe(table)
 
-    def upsert(self, table: str, df: DataFrame, keys: list[str]) -> None:
+    def upsert(self, table: str, df: DataFrame, keys: list[str], unique: bool = False) -> None:
         """``MERGE INTO`` on ``keys``. On a partitioned table whose partition columns are all in
         ``df``, the condition also bounds the target to the partition values of ``df`` (an IN list
         per column), so that Delta only reads those partitions' files: this assumes a key lives in
         the partition its source row maps to (see DeltaRsStorage.upsert)."""
-        source = dedupe_by_keys(df, keys)
+        source = df if unique else dedupe_by_keys(df, keys)
         if not self.exists(table):
             self.overwrite(table, source)
             return
