@@ -388,7 +388,7 @@ def _run_pipeline(args: argparse.Namespace, stages: list[str], console: Any = No
         )
     # Last: from now on the violations this run wrote count as reported (a killed run has no row,
     # so the next run reports them).
-    record_run(spark, storage, summary, args.command, started_at, dt.datetime.now(dt.UTC).replace(tzinfo=None))
+    record_run(storage, summary, args.command, started_at, dt.datetime.now(dt.UTC).replace(tzinfo=None))
     return exit_code, summary
 
 

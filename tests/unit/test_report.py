@@ -65,7 +65,7 @@ def report_lake(spark, tmp_path_factory) -> tuple[Path, Path, int]:
     lake = tmp_path_factory.mktemp("report_lake")
     storage = build_lake(spark, lake)
     for run_id, started, lines, new, known, failed, critical in NIGHTS:
-        record_run(spark, storage, _night(run_id, lines, new, known, failed, critical), "run", started,
+        record_run(storage, _night(run_id, lines, new, known, failed, critical), "run", started,
                    started + timedelta(seconds=251))
     storage.overwrite("gold/validation_results", spark.createDataFrame(_validation_rows(), RESULTS_SCHEMA))
     assert main(["report", "--lake", str(lake), "--run-id", "report-0"]) == 0

@@ -63,7 +63,7 @@ def test_a_runs_facts_are_typed():
 
 def test_record_run_writes_the_typed_columns(spark, tmp_path):
     store = DeltaRsStorage(spark, str(tmp_path / "lake"))
-    record_run(spark, store, _night("n1"), "run", START, END)
+    record_run(store, _night("n1"), "run", START, END)
     assert store.columns(RUN_SUMMARY_TABLE) == RUN_SUMMARY_SCHEMA.fieldNames()
     (row,) = store.read(RUN_SUMMARY_TABLE).collect()
     assert (row["new_violations"], row["lines_read"], row["silent_hosts"], row["input_problem_clusters"]) == (
@@ -87,7 +87,7 @@ def test_an_old_run_summary_gets_typed_columns_from_its_json(spark, tmp_path):
     assert rows["x"]["status"] is None and rows["x"]["wall_seconds"] == 251.5
     assert not ensure_run_summary_columns(spark, store), "done once"
     # the next run's row goes in, and the report's history reads the typed columns
-    record_run(spark, store, _night("n2"), "run", END, END + dt.timedelta(seconds=10))
+    record_run(store, _night("n2"), "run", END, END + dt.timedelta(seconds=10))
     history = {r["run_id"]: r.asDict() for r in run_history(store.read(RUN_SUMMARY_TABLE)).collect()}
     assert set(history) == {"n1", "n2", "x"} and list(history["n2"]) == list(RUN_COLUMNS)
     assert history["n1"]["critical_failures"] == 1 and history["n2"]["known_violations"] == 32

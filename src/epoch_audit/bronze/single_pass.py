@@ -137,7 +137,7 @@ class FilePass:
         # An event id hashes (file, line_number, sub_index) and a task reads one file: its ids are
         # unique when no (line_number, sub_index) repeats. Kept for up to VOUCHED_IDS_KEPT events
         # (a file-level parser may emit a line's events after later lines'); past that, unvouched.
-        self._id_keys: set[tuple[int, int]] | None = set()
+        self._id_keys: set[tuple[int | None, int | None]] | None = set()
 
     # -- lines ---------------------------------------------------------------------------------
     def line_facts(self, text: str, chars: int, read_problem: str | None) -> tuple[str, str | None]:
@@ -194,7 +194,7 @@ class FilePass:
             self.out.append(row)
         return has_event, reason
 
-    def _vouch(self, line: int, sub: int) -> None:
+    def _vouch(self, line: int | None, sub: int | None) -> None:
         keys = self._id_keys
         if keys is not None and (line, sub) not in keys and len(keys) < VOUCHED_IDS_KEPT:
             keys.add((line, sub))

@@ -1,7 +1,9 @@
 """The delta-rs engine, the embedded default. Spark executors write Parquet files straight into
 the table directory; the driver only reads their footers and commits them as Delta add/remove
 actions with ``deltalake``. Nothing is collected to the driver; files of a failed write are never
-committed, so they stay invisible.
+committed, so they stay invisible. The few-row unpartitioned tables (``upsert_rows``,
+``overwrite_rows``, ``rows``) are written and read by the driver through Arrow instead, with the
+same actions (:mod:`epoch_audit.lake.small_tables`).
 """
 
 from __future__ import annotations

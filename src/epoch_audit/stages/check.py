@@ -201,7 +201,7 @@ def run_checks(
             storage.replace_where(VIOLATIONS_TABLE, violations, "cluster_id", dirty)
             problems = [p.to_dict() for p in input_problems(events)]
             write_input_problems(spark, storage, problems, dirty, run_id)
-            mark_built(spark, storage, GOLD_STATE_TABLE, dirty, fps, run_id)
+            mark_built(storage, GOLD_STATE_TABLE, dirty, fps, run_id)
             carried = {"read_from": {c: iso_of(h) for c, h in sorted(horizons.items())}}
             if config.incremental.carry_traffic and supports_carry(storage):
                 started = time.perf_counter()

@@ -14,7 +14,6 @@ import hashlib
 import json
 from typing import Any
 
-from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
     ArrayType,
@@ -107,9 +106,7 @@ def stale_clusters(
     return sorted(c for c, fp in fps.items() if done.get(c) != fp), fps
 
 
-def mark_built(
-    spark: SparkSession, storage: LakeStorage, state_table: str, clusters: list[str], fps: dict[str, str], run_id: str
-) -> None:
+def mark_built(storage: LakeStorage, state_table: str, clusters: list[str], fps: dict[str, str], run_id: str) -> None:
     """Record in ``state_table`` that ``clusters`` were built from their fingerprints ``fps``."""
     storage.upsert_rows(state_table, [(c, fps[c], run_id) for c in clusters], STATE_SCHEMA, ["cluster_id"])
 
@@ -166,8 +163,7 @@ def run_summary_row(summary: dict[str, Any], command: str, started_at: dt.dateti
             json.dumps(summary, sort_keys=True, default=str), *(facts[f.name] for f in RUN_SUMMARY_TYPED_SCHEMA))
 
 
-def record_run(spark: SparkSession, storage: LakeStorage, summary: dict[str, Any], command: str,
-               started_at: Any, finished_at: Any) -> None:
+def record_run(storage: LakeStorage, summary: dict[str, Any], command: str, started_at: Any, finished_at: Any) -> None:
     """Write this run's row of gold/run_summary: from then on its violations count as reported."""
     row = run_summary_row(summary, command, started_at, finished_at)
     storage.upsert_rows(RUN_SUMMARY_TABLE, [row], RUN_SUMMARY_SCHEMA, ["run_id"])

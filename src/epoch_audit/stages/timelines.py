@@ -33,7 +33,7 @@ def run_timelines(spark: SparkSession, storage: LakeStorage, config: AppConfig, 
         return StageResult("timelines", "ran", {"tables": sorted(builders), "clusters": []})
     with ShortRunInputs() as inputs:
         dirty = rebuild_silver(storage, config, dirty, sorted(fps), inputs)
-    mark_built(spark, storage, SILVER_STATE_TABLE, dirty, fps, run_id)
+    mark_built(storage, SILVER_STATE_TABLE, dirty, fps, run_id)
     return StageResult("timelines", "ran", {"tables": sorted(builders), "clusters": dirty})
 
 
