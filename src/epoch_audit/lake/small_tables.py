@@ -40,19 +40,19 @@ def arrow_rows(rows: list[tuple], schema: StructType) -> pa.Table:
     return pa.Table.from_arrays(columns, schema=arrow_schema)
 
 
+def key_tuples(table: pa.Table, keys: list[str]) -> list[tuple]:
+    """Each row's key (null-safe: a null key part equals a null, as MERGE's ``<=>``)."""
+    return list(zip(*(table.column(k).to_pylist() for k in keys), strict=True))
+
+
 def first_per_key(table: pa.Table, keys: list[str]) -> pa.Table:
     """One row per key (the first): what an upsert's source is reduced to."""
     seen: set[tuple] = set()
     keep = []
-    for key in zip(*(table.column(k).to_pylist() for k in keys), strict=True):
+    for key in key_tuples(table, keys):
         keep.append(key not in seen)
         seen.add(key)
     return table if all(keep) else table.filter(pa.array(keep))
-
-
-def key_tuples(table: pa.Table, keys: list[str]) -> list[tuple]:
-    """Each row's key (null-safe: a null key part equals a null, as MERGE's ``<=>``)."""
-    return list(zip(*(table.column(k).to_pylist() for k in keys), strict=True))
 
 
 def conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
@@ -84,6 +84,6 @@ def write_file(uri: str, table: pa.Table) -> tuple[int, pq.FileMetaData]:
     return len(data), pq.read_metadata(io.BytesIO(data))
 
 
-def python_rows(table: pa.Table, columns: list[str] | None = None) -> list[dict[str, Any]]:
+def python_rows(table: pa.Table) -> list[dict[str, Any]]:
     """The rows as dicts of Arrow's Python values (a time is an aware UTC datetime)."""
-    return (table.select(columns) if columns is not None else table).to_pylist()
+    return table.to_pylist()
