@@ -7,9 +7,12 @@ parser's pure function, finish the rows (``bronze.parsers.rows``), and count eve
 irrelevant or malformed with the rules of ``bronze.accounting``. No query plan grows with the
 number of templates, nothing is staged between steps, and no text is shuffled.
 
-Out come rows of three kinds (``row_kind``): ``event`` (a bronze row with its stored layout:
-``event_date``, ``event_class``, ``own_time``), ``quarantine`` (a malformed line: reason and
-text) and ``file`` (one per task: its counts and the max event time so far).
+Out come rows of four kinds (``row_kind``): ``event`` (a bronze row with its stored layout:
+``event_date``, ``event_class``, ``own_time``), ``quarantine`` (a malformed line: its text, and its
+reason in ``details``), ``file`` (one per task: its counts and the max event time so far) and
+``irrelevant_family`` (a family of the file's irrelevant lines and their number). The three kinds
+beside events carry their facts in ``details`` (:func:`side_facts` reads them back), so that every
+row has the columns of a bronze event: staged by ``row_kind``, the event files are bronze's own.
 """
 
 from __future__ import annotations
@@ -71,9 +74,7 @@ PASS_SCHEMA = StructType(
         StructField("event_date", DateType()),
         StructField("event_class", StringType()),
         StructField("own_time", TimestampType()),
-        StructField("reason", StringType()),
     ]
-    + [StructField(name, LongType()) for name in COUNT_COLUMNS]
 )
 PASS_ARROW_SCHEMA = pa.schema([pa.field(f.name, arrow_type(f.dataType)) for f in PASS_SCHEMA.fields])
 
@@ -347,6 +348,20 @@ def task_rows(task: Row, zone: str, line_statuses: list[tuple[int, str, str | No
     yield state.file_row()
 
 
+def _with_facts_in_details(row: Row) -> Row:
+    """A quarantine, file or family row with its reason and counts in ``details`` (strings)."""
+    facts = {k: row.get(k) for k in ("reason", *COUNT_COLUMNS) if row.get(k) is not None}
+    return {**row, "details": {k: v if isinstance(v, str) else str(v) for k, v in facts.items()}}
+
+
+def side_facts(details: dict[str, str] | None) -> dict[str, object]:
+    """The reason (``reason``) and counts (ints, None where absent) of a staged quarantine, file
+    or family row, from its ``details``."""
+    details = details or {}
+    counts = {k: None if details.get(k) is None else int(details[k]) for k in COUNT_COLUMNS}
+    return {"reason": details.get("reason"), **counts}
+
+
 def _to_batch(rows: list[Row]) -> pa.RecordBatch:
     # Arrow's C++ converter walks the dicts (a key a row lacks is null, a details dict is a map, a
     # naive time is UTC), instead of one Python call per value (about 70 a row): 33 -> 19 us a
@@ -361,7 +376,7 @@ def pass_batches(batches: Iterable[pa.RecordBatch], zone: str) -> Iterator[pa.Re
     for batch in batches:
         for task in (task for packed in batch.column("tasks").to_pylist() for task in packed):
             for row in task_rows(task, zone):
-                out.append(row)
+                out.append(row if row["row_kind"] == "event" else _with_facts_in_details(row))
                 chars += len(row.get("raw") or "")
                 if len(out) >= BATCH_ROWS or chars >= BATCH_CHARS:
                     yield _to_batch(out)

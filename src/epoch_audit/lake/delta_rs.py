@@ -35,6 +35,7 @@ from pyspark.sql.types import (
 
 from epoch_audit import objstore
 from epoch_audit.lake import small_tables
+from epoch_audit.lake.delta_rs_maintain import maintain_table
 from epoch_audit.lake.delta_stats import file_stats
 from epoch_audit.lake.descriptions import describe_delta_rs, described_schema, table_description_text
 from epoch_audit.lake.engine_base import (
@@ -48,6 +49,7 @@ from epoch_audit.lake.evolve import add_columns_delta_rs
 from epoch_audit.lake.file_uris import norm_uri as _norm_uri
 from epoch_audit.lake.file_uris import norm_uri_col as _norm_uri_col
 from epoch_audit.lake.file_uris import spark_file_uris as _spark_file_uris
+from epoch_audit.lake.staging import read_staged, write_delta_ready
 from epoch_audit.lake.tables import partition_columns_for
 
 
@@ -239,43 +241,40 @@ class DeltaRsStorage:
 
     # -- writing -------------------------------------------------------------------------------
     def _write_files(self, table: str, df: DataFrame, part_cols: list[str]) -> tuple[list, pa.Schema]:
-        """Executors write Parquet into the table dir; return add actions and the Arrow schema.
-        Listing, moving and footers go through :mod:`epoch_audit.objstore` (a path or a store)."""
-        from urllib.parse import unquote
+        """Executors write Parquet into the table dir; return add actions and the Arrow schema."""
+        write_dir = _write_dir_name()
+        target = objstore.join(self._dir(table), write_dir)
+        write_delta_ready(df, target, part_cols)  # one Spark write; an empty DataFrame: an empty file
+        return self._adopt(table, target, write_dir, part_cols, df.schema)
 
+    def _adopt(
+        self, table: str, written: str, write_dir: str, part_cols: list[str], schema: StructType
+    ) -> tuple[list, pa.Schema]:
+        """The Parquet files Spark wrote under ``written`` (in the Hive layout of ``part_cols``, rows
+        of ``schema``) as add actions of ``table``, and the Arrow schema to commit them with.
+        Listing, moving and footers go through :mod:`epoch_audit.objstore` (a path or a store)."""
         from deltalake.transaction import AddAction
         from pyspark.sql.pandas.types import to_arrow_schema
 
         table_dir = self._dir(table)
-        write_dir = f"part-{time.strftime('%Y%m%d%H%M%S')}-{uuid.uuid4().hex[:12]}"
-        target = objstore.join(table_dir, write_dir)
-        # Delta (and delta-rs) read microsecond timestamps; Spark's default INT96 would need the
-        # timestampNanos reader feature. Set per session: spark-submit sessions keep their defaults.
-        self.spark.conf.set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
-        # One Spark write; Spark creates an empty schema-carrying file for an empty DataFrame.
-        writer = df.write.mode("error").option("compression", "snappy")
-        if part_cols:
-            writer = writer.partitionBy(*part_cols)
-        writer.parquet(target)
         adds = []
         file_schema: pa.Schema | None = None
-        for written, size, mtime in objstore.list_files(target):
-            if not written.endswith(".parquet"):
-                objstore.delete_file(written)  # _SUCCESS and .crc side files are not table data
+        for found, size, mtime in objstore.list_files(written):
+            if not found.endswith(".parquet"):
+                objstore.delete_file(found)  # _SUCCESS and .crc side files are not table data
                 continue
-            segments = written[len(target):].strip("/").split("/")[:-1]
-            values: dict[str, str | None] = {}
-            for segment in segments:
-                key, _, raw = segment.partition("=")
-                values[key] = None if raw == "__HIVE_DEFAULT_PARTITION__" else unquote(raw)
-            full = written
+            segments = found[len(written):].strip("/").split("/")[:-1]
+            values = _hive_values(segments)
             if part_cols and HIVE_LAYOUT_WRITES:
                 # Into the table's own Hive directories (<table>/k=v/.../<write>-<file>): every file
                 # of the table then sits under one base path, and a read lets Spark take the
                 # partition values from the directories (pruning, no join). Uncommitted until the
-                # commit below, so a crash leaves only files no Delta log names.
-                full = objstore.join(table_dir, *segments, f"{write_dir}-{objstore.name(written)}")
-                objstore.move(written, full)
+                # commit, so a crash leaves only files no Delta log names.
+                full = objstore.join(table_dir, *segments, f"{write_dir}-{objstore.name(found)}")
+            else:
+                full = objstore.join(table_dir, write_dir, *segments, objstore.name(found))
+            if full != found:
+                objstore.move(found, full)
             rel = full[len(table_dir):].lstrip("/")
             with objstore.open_input(full) as fh:
                 meta = pq.read_metadata(fh)
@@ -293,11 +292,10 @@ class DeltaRsStorage:
             )
         if part_cols:
             if HIVE_LAYOUT_WRITES:
-                objstore.delete_dir(target)  # the emptied write directory
+                objstore.delete_dir(written)  # the emptied write directory
             # Partition columns are not in the files: the table schema is the DataFrame's.
             # An empty partitioned write leaves no file at all: nothing to add then.
-            schema = to_arrow_schema(df.schema)
-            return adds, _nullable(schema)
+            return adds, _nullable(to_arrow_schema(schema))
         if file_schema is None:
             raise StorageError(f"Spark wrote no Parquet file for {table}")
         return adds, _nullable(file_schema)
@@ -346,18 +344,11 @@ class DeltaRsStorage:
 
     def _rewrite(self, table: str, affected: list[tuple[str, str, dict]], kept: DataFrame, new: DataFrame) -> None:
         """One commit: remove the ``affected`` files, add ``kept`` + ``new`` rows."""
-        from deltalake.transaction import RemoveAction
-
         cols = self.partition_columns(table)
         columns = [c for c in kept.columns if c != "_file"]
         rewritten = kept.select(*columns).unionByName(new.select(*columns), allowMissingColumns=False)
         adds, schema = self._write_files(table, rewritten, cols)
-        now = int(time.time() * 1000)
-        removes = [
-            RemoveAction(path=rel, data_change=True, deletion_timestamp=now, partition_values=values or None)
-            for _, rel, values in affected
-        ]
-        self._commit(table, removes + adds, schema, "append", cols)
+        self._commit(table, _removes(affected) + adds, schema, "append", cols)
 
     def upsert(self, table: str, df: DataFrame, keys: list[str], unique: bool = False) -> None:
         """Exact upsert: rewrite only the files holding a key of ``df``, in one commit.
@@ -405,6 +396,47 @@ class DeltaRsStorage:
             .join(source_keys, [current[k].eqNullSafe(source_keys[k]) for k in keys], "left_anti")
         )
         self._rewrite(table, affected, kept, source)
+
+    def upsert_staged(
+        self, table: str, staged: str, schema: StructType, part_cols: list[str], keys: list[str], unique: bool = False
+    ) -> None:
+        """:meth:`upsert` of the rows Spark wrote under ``staged`` (Parquet in the Hive layout of
+        ``part_cols``, rows of ``schema``; see :func:`epoch_audit.lake.staging.write_delta_ready`):
+        the staged files become the table's own, moved and committed as they are, so the rows are
+        not read or written again. Only existing files holding one of their keys are rewritten,
+        in the same commit. Rows not known to be unique, or a table partitioned otherwise: a plain
+        :meth:`upsert` of the staged rows."""
+        source = read_staged(self.spark, staged, schema)
+        if not unique or (self.exists(table) and self.partition_columns(table) != part_cols):
+            self.upsert(table, source, keys, unique)
+            return
+        staged_files = [u for u, _, _ in objstore.list_files(staged) if u.endswith(".parquet")]
+        if not staged_files:
+            self.upsert(table, source, keys, unique)  # nothing staged: the table made if it is missing
+            return
+        write_dir = _write_dir_name()
+        removes, kept_adds = [], []
+        if self.exists(table):
+            dt = self._table(table)
+            files = self._files(dt)
+            prune = _prunable_partition_columns(self.spark_schema(table, dt.version()), schema, part_cols)
+            if prune:
+                wanted = {tuple(_hive_values(u[len(staged):].strip("/").split("/")[:-1]).get(c) for c in prune)
+                          for u in staged_files}
+                files = [f for f in files if tuple(f[2].get(c) for c in prune) in wanted]
+            if files:
+                current = self._read_files(table, dt, [(u, v) for u, _, v in files], keep_file=True)
+                source_keys = source.select(*keys)
+                cond = [current[k].eqNullSafe(source_keys[k]) for k in keys]
+                raw = sorted(_raw_uris(current.join(source_keys, cond, "left_semi").select("_file").distinct()))
+                if raw:  # rows of an earlier, unfinished run: their files rewritten without these keys
+                    hit = {_norm_uri(u) for u in raw}
+                    affected = [f for f in files if _norm_uri(f[0]) in hit]
+                    kept = current.where(F.col("_file").isin(raw)).join(source_keys, cond, "left_anti")
+                    kept_adds, _ = self._write_files(table, kept.select(*schema.fieldNames()), part_cols)
+                    removes = _removes(affected)
+        adds, arrow_schema = self._adopt(table, staged, write_dir, part_cols, schema)
+        self._commit(table, removes + kept_adds + adds, arrow_schema, "append", part_cols)
 
     # -- small unpartitioned tables through Arrow, no Spark job (epoch_audit.lake.small_tables) -----
     def _small(self, table: str):
@@ -464,8 +496,7 @@ class DeltaRsStorage:
         """``data`` as one new file of an unpartitioned table (``removes`` dropped), one commit."""
         from deltalake.transaction import AddAction
 
-        write_dir = f"part-{time.strftime('%Y%m%d%H%M%S')}-{uuid.uuid4().hex[:12]}"
-        rel = f"{write_dir}/part-00000-{uuid.uuid4()}-c000.snappy.parquet"
+        rel = f"{_write_dir_name()}/part-00000-{uuid.uuid4()}-c000.snappy.parquet"
         size, meta = small_tables.write_file(objstore.join(self._dir(table), rel), data)
         add = AddAction(path=rel, size=size, partition_values={}, modification_time=int(time.time() * 1000),
                         data_change=True, stats=file_stats(meta))
@@ -494,31 +525,8 @@ class DeltaRsStorage:
         return self._table(table).history()
 
     def maintain(self, table: str, retention_hours: int) -> dict[str, int]:
-        """Compact the table's small files (one commit), delete the files no version younger than
-        ``retention_hours`` reads, checkpoint the log and drop the log entries past its retention.
-
-        Every night's commits add small files and log entries that every later read lists and
-        replays; compaction rewrites rows, never changes them. Deleting files ends time travel
-        to the versions that read them: the caller holds the lake lock, so no run reads them now.
-        """
-        from deltalake import DeltaTable
-
-        path, options = self.path(table), self.options
-        before = len(DeltaTable(path, storage_options=options).file_uris())
-        compacted = DeltaTable(path, storage_options=options).optimize.compact()
-        table_now = DeltaTable(path, storage_options=options)
-        # enforce_retention_duration: the table's own minimum (a week by default) would refuse the
-        # retention the user chose; the lock is what makes a short one safe here.
-        deleted = table_now.vacuum(retention_hours=retention_hours, dry_run=False, enforce_retention_duration=False)
-        table_now = DeltaTable(path, storage_options=options)
-        table_now.create_checkpoint()
-        table_now.cleanup_metadata()
-        return {
-            "files_before": before,
-            "files_after": len(table_now.file_uris()),
-            "files_compacted": int(compacted.get("numFilesRemoved", 0)),
-            "files_deleted": len(deleted),
-        }
+        """Compact, vacuum and checkpoint ``table`` (:func:`epoch_audit.lake.delta_rs_maintain.maintain_table`)."""
+        return maintain_table(self.path(table), self.options, retention_hours)
 
 
 def _partition_string(value: object) -> str | None:
@@ -526,6 +534,31 @@ def _partition_string(value: object) -> str | None:
     if value is None:
         return None
     return value.isoformat() if hasattr(value, "isoformat") else str(value)
+
+
+def _write_dir_name() -> str:
+    """A new write's directory name under the table (its files' name prefix in the Hive layout)."""
+    return f"part-{time.strftime('%Y%m%d%H%M%S')}-{uuid.uuid4().hex[:12]}"
+
+
+def _hive_values(segments: list[str]) -> dict[str, str | None]:
+    """Partition values from a file's Hive directories (``k=v``), as the Delta log holds them."""
+    from urllib.parse import unquote
+
+    values: dict[str, str | None] = {}
+    for segment in segments:
+        key, _, raw = segment.partition("=")
+        values[key] = None if raw == "__HIVE_DEFAULT_PARTITION__" else unquote(raw)
+    return values
+
+
+def _removes(affected: list[tuple[str, str, dict]]) -> list:
+    """Remove actions of ``affected`` files ((uri, relative path, partition values))."""
+    from deltalake.transaction import RemoveAction
+
+    now = int(time.time() * 1000)
+    return [RemoveAction(path=rel, data_change=True, deletion_timestamp=now, partition_values=values or None)
+            for _, rel, values in affected]
 
 
 def _raw_uris(files_df: DataFrame) -> list[str]:

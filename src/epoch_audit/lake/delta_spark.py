@@ -27,6 +27,7 @@ from epoch_audit.lake.engine_base import (
     source_partitions,
 )
 from epoch_audit.lake.evolve import add_columns_delta_spark
+from epoch_audit.lake.staging import read_staged
 from epoch_audit.lake.tables import partition_columns_for
 
 # Settings a session needs for this engine (a local session sets them when it loads the package).
@@ -218,6 +219,13 @@ class DeltaSparkStorage:
             self.spark.catalog.dropTempView(view)
         crash_point(f"committed:{table}")
         self.describe(table)
+
+    def upsert_staged(
+        self, table: str, staged: str, schema: StructType, part_cols: list[str], keys: list[str], unique: bool = False
+    ) -> None:
+        """:meth:`upsert` of the rows staged under ``staged`` (see DeltaRsStorage.upsert_staged): Delta
+        writes files of its own, so the staged rows are read once more."""
+        self.upsert(table, read_staged(self.spark, staged, schema), keys, unique)
 
     # small tables (see DeltaRsStorage.rows): through Spark here
     def rows(self, table: str, columns: list[str] | None = None) -> list[dict]:

@@ -8,8 +8,11 @@ stream, rotation order, format), and decide what is new by comparing with ``bron
 
 Executor side (big): ONE ``mapInArrow`` pass over the read tasks (``bronze.single_pass``) reads each
 file's new bytes, frames log records, runs the parsers' Python functions and counts every line as
-parsed, irrelevant or malformed; its output (events, quarantined lines, per-file counts) is staged
-once as Parquet and written to the lake from there. No plan grows with the number of templates.
+parsed, irrelevant or malformed; its output (events, quarantined lines, per-file counts) is written
+once, in one Spark job, as Parquet staged by row kind in bronze's partition layout. The event files
+become bronze's own files (``upsert_staged``: moved and committed, not read or written again on
+delta-rs); the counts and the quarantine are read from the staged rest. No plan grows with the
+number of templates.
 
 Identity and idempotence. A file's identity is (cluster, host, log name, its first line): the same
 bytes shipped twice, a live file that grew, and that live file after rotation (``state-change.log``
@@ -39,10 +42,11 @@ from pyspark.sql.types import (
 
 from epoch_audit.bronze.discover import describe, discover_inputs, in_window, plan_reads
 from epoch_audit.bronze.own_time import layout_columns, with_bronze_layout
-from epoch_audit.bronze.single_pass import COUNT_COLUMNS, pass_rows
+from epoch_audit.bronze.single_pass import PASS_SCHEMA, pass_rows, side_facts
 from epoch_audit.config import AppConfig
-from epoch_audit.lake.staging import remove_staging, staging_dir
+from epoch_audit.lake.staging import read_staged, remove_staging, staging_dir, write_delta_ready
 from epoch_audit.lake.storage import LakeStorage
+from epoch_audit.lake.tables import BRONZE_EVENTS_PARTITIONS
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +54,8 @@ EVENTS_TABLE = "bronze/events"
 QUARANTINE_TABLE = "quarantine/lines"
 FILES_TABLE = "bronze/ingest_files"
 ACCOUNTING_TABLE = "bronze/ingest_accounting"
+# The staged event rows, as bronze stores them (the pass's columns less ``row_kind``, in its order)
+STAGED_EVENT_SCHEMA = StructType([f for f in PASS_SCHEMA.fields if f.name != "row_kind"])
 SKIPPED_PATHS_SHOWN = 50  # the run summary lists this many skipped input paths (all are counted)
 IRRELEVANT_FAMILIES_LISTED = 40  # the run summary lists this many families of irrelevant lines, biggest first
 
@@ -158,36 +164,46 @@ def ingest(
     if not plan.tasks:
         return IngestResult(len(files), 0, skipped_counts, 0, 0, 0, 0, timer.seconds, **skipped_summary)
 
-    # One pass, staged once: the events, quarantined lines and per-file counts are read from it.
+    # One pass, one Spark job, staged by row kind in bronze's layout: the event files become
+    # bronze's own (not read or written again); the counts and quarantined lines are read from it.
     staging = staging_dir(storage.lake, run_id)
     seeds = {t.file_id: consumed[t.file_id]["max_event_micros"] for t in plan.tasks if t.file_id in consumed}
-    pass_rows(spark, plan.tasks, config, seeds).write.mode("overwrite").parquet(f"{staging}/pass")
-    staged = spark.read.parquet(f"{staging}/pass")
+    staged_dir = f"{staging}/pass"
+    write_delta_ready(pass_rows(spark, plan.tasks, config, seeds), staged_dir, ["row_kind", *BRONZE_EVENTS_PARTITIONS])
+    staged = read_staged(spark, staged_dir, PASS_SCHEMA)
     timer.lap("read_parse_and_count")
     counts: dict[str, dict] = {}
     families: Counter[str] = Counter()
     # one row per file read, and one per family of its irrelevant lines: small
     for r in staged.where(F.col("row_kind").isin("file", "irrelevant_family")).select(
-        "row_kind", "file_id", "reason", *COUNT_COLUMNS
+        "row_kind", "file_id", "details"
     ).collect():
+        facts = side_facts(r["details"])
         if r["row_kind"] == "file":
-            counts[r["file_id"]] = r.asDict()
+            counts[r["file_id"]] = facts
         else:
-            families[r["reason"]] += r["lines_read"]
+            families[facts["reason"]] += facts["lines_read"]
     file_max = {fid: c["max_event_micros"] for fid, c in counts.items()}
-    events = staged.where(F.col("row_kind") == "event")
+    events_dir = f"{staged_dir}/row_kind=event"
     from epoch_audit.stages.carry import drop_outdated_carries
 
     # Traffic older than a cluster's carried horizon makes its carried traffic incomplete: dropped
     # before the events land (a run killed in between then re-checks the whole history).
-    drop_outdated_carries(storage, events)
+    drop_outdated_carries(storage, read_staged(spark, events_dir, STAGED_EVENT_SCHEMA))
     # Every task vouched for its ids (one file per task, no line repeating a sub_index): no key check.
     vouched = not any(c.get("unvouched_ids") for c in counts.values())
-    storage.upsert(EVENTS_TABLE, events.select(*bronze_columns(storage)), ["event_id"], unique=vouched)
+    columns = bronze_columns(storage)
+    if columns == STAGED_EVENT_SCHEMA.fieldNames():
+        storage.upsert_staged(EVENTS_TABLE, events_dir, STAGED_EVENT_SCHEMA, list(BRONZE_EVENTS_PARTITIONS),
+                              ["event_id"], unique=vouched)
+    else:  # a lake whose bronze predates a layout column
+        events = read_staged(spark, events_dir, STAGED_EVENT_SCHEMA)
+        storage.upsert(EVENTS_TABLE, events.select(*columns), ["event_id"], unique=vouched)
     timer.lap("bronze_events")
     if any(c["malformed"] for c in counts.values()):
         quarantine = staged.where(F.col("row_kind") == "quarantine").select(
-            "file_id", "source_file", "line_number", "reason", "raw", F.lit(run_id).alias("run_id")
+            "file_id", "source_file", "line_number", F.col("details")["reason"].alias("reason"), "raw",
+            F.lit(run_id).alias("run_id"),
         )
         storage.upsert(QUARANTINE_TABLE, quarantine, ["file_id", "line_number"])
     elif not storage.exists(QUARANTINE_TABLE):  # the table exists from the first run on, empty or not
