@@ -117,10 +117,16 @@ def is_dir(uri: str) -> bool:
     return info(uri).type == pafs.FileType.Directory
 
 
+def listed_form(uri: str) -> str:
+    """``uri`` as :func:`list_files` names what lies below it: the URI on a store, else the absolute
+    path (a relative path or ``file:`` URI made absolute)."""
+    return uri.rstrip("/") if is_remote(uri) else filesystem(uri)[1]
+
+
 def list_files(uri: str) -> list[tuple[str, int, float]]:
     """(URI, size, modification time in epoch seconds) of every object below ``uri``, sorted."""
     fs, path = filesystem(uri)
-    base = uri.rstrip("/") if is_remote(uri) else path
+    base = listed_form(uri)
     out = []
     for entry in fs.get_file_info(pafs.FileSelector(path, recursive=True, allow_not_found=True)):
         if entry.type == pafs.FileType.File:

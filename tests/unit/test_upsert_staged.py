@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 from datetime import date as dt_date
 from pathlib import Path
 
@@ -112,6 +113,19 @@ def test_rows_not_known_unique_or_another_layout_take_the_plain_upsert(spark, tm
     assert reference.partition_columns("gold/violations") == ["cluster_id"]
     reference.upsert_staged("gold/violations", staged2, df2.schema, PARTS, ["event_id"], unique=True)
     assert sorted(r["event_id"] for r in reference.read("gold/violations").collect()) == sorted(r[0] for r in rows)
+
+
+def test_a_relative_staging_path_is_adopted_with_its_partition_values(spark, tmp_path, stores):
+    """A lake given as a relative path (``--lake lake``) stages under a relative path too (relative
+    to the working directory this process and its JVM share)."""
+    store, reference = stores
+    rows = _rows("p", range(9))
+    staged, df = _stage(spark, Path(os.path.relpath(tmp_path)), rows, name="relative-stage")
+    assert not Path(staged).is_absolute()
+    store.upsert_staged("bronze/events", staged, df.schema, PARTS, ["event_id"], unique=True)
+    reference.upsert("bronze/events", df, ["event_id"], unique=True)
+    assert _content(store) == _content(reference) == sorted(rows)
+    assert DeltaTable(store.path("bronze/events")).metadata().partition_columns == PARTS
 
 
 def test_nothing_staged_still_makes_the_table(spark, tmp_path, stores):

@@ -259,6 +259,7 @@ class DeltaRsStorage:
         table_dir = self._dir(table)
         adds = []
         file_schema: pa.Schema | None = None
+        written = objstore.listed_form(written)
         for found, size, mtime in objstore.list_files(written):
             if not found.endswith(".parquet"):
                 objstore.delete_file(found)  # _SUCCESS and .crc side files are not table data
@@ -400,16 +401,15 @@ class DeltaRsStorage:
     def upsert_staged(
         self, table: str, staged: str, schema: StructType, part_cols: list[str], keys: list[str], unique: bool = False
     ) -> None:
-        """:meth:`upsert` of the rows Spark wrote under ``staged`` (Parquet in the Hive layout of
-        ``part_cols``, rows of ``schema``; see :func:`epoch_audit.lake.staging.write_delta_ready`):
-        the staged files become the table's own, moved and committed as they are, so the rows are
-        not read or written again. Only existing files holding one of their keys are rewritten,
-        in the same commit. Rows not known to be unique, or a table partitioned otherwise: a plain
-        :meth:`upsert` of the staged rows."""
+        """:meth:`upsert` of the rows staged under ``staged`` (:func:`~epoch_audit.lake.staging.write_delta_ready`
+        in the Hive layout of ``part_cols``): the staged files become the table's own as they are (the
+        rows are not read or written again); existing files holding one of their keys are rewritten
+        in the same commit. Rows not vouched unique, or another layout: a plain :meth:`upsert`."""
         source = read_staged(self.spark, staged, schema)
         if not unique or (self.exists(table) and self.partition_columns(table) != part_cols):
             self.upsert(table, source, keys, unique)
             return
+        staged = objstore.listed_form(staged)
         staged_files = [u for u, _, _ in objstore.list_files(staged) if u.endswith(".parquet")]
         if not staged_files:
             self.upsert(table, source, keys, unique)  # nothing staged: the table made if it is missing
