@@ -381,22 +381,24 @@ class DeltaRsStorage:
         if not files:
             self.append(table, source)
             return
-        current = self._read_files(table, dt, [(u, v) for u, _, v in files], keep_file=True)
-        source_keys = source.select(*keys).distinct()
-        # eqNullSafe so that null key parts match, as in MERGE with <=>.
-        cond = [current[k].eqNullSafe(source_keys[k]) for k in keys]
-        affected_df = current.join(source_keys, cond, "left_semi").select("_file").distinct()
-        raw = sorted(_raw_uris(affected_df))  # file names only: small
-        if not raw:
+        affected, kept = self._holding_keys(table, dt, files, source.select(*keys).distinct(), keys)
+        if not affected:
             self.append(table, source)
             return
-        hit = {_norm_uri(u) for u in raw}
-        affected = [f for f in files if _norm_uri(f[0]) in hit]
-        kept = (
-            current.where(F.col("_file").isin(raw))
-            .join(source_keys, [current[k].eqNullSafe(source_keys[k]) for k in keys], "left_anti")
-        )
         self._rewrite(table, affected, kept, source)
+
+    def _holding_keys(
+        self, table: str, dt, files: list[tuple[str, str, dict]], source_keys: DataFrame, keys: list[str]
+    ) -> tuple[list[tuple[str, str, dict]], DataFrame]:
+        """Of ``files``, those holding a row with a key of ``source_keys`` (one Spark job: file names
+        only), and those files' rows without such a key (``_file`` kept)."""
+        current = self._read_files(table, dt, [(u, v) for u, _, v in files], keep_file=True)
+        # eqNullSafe so that null key parts match, as in MERGE with <=>.
+        cond = [current[k].eqNullSafe(source_keys[k]) for k in keys]
+        raw = sorted(_raw_uris(current.join(source_keys, cond, "left_semi").select("_file").distinct()))
+        hit = {_norm_uri(u) for u in raw}
+        kept = current.where(F.col("_file").isin(raw)).join(source_keys, cond, "left_anti")
+        return [f for f in files if _norm_uri(f[0]) in hit], kept
 
     def upsert_staged(
         self, table: str, staged: str, schema: StructType, part_cols: list[str], keys: list[str], unique: bool = False
@@ -424,17 +426,10 @@ class DeltaRsStorage:
                 wanted = {tuple(_hive_values(u[len(staged):].strip("/").split("/")[:-1]).get(c) for c in prune)
                           for u in staged_files}
                 files = [f for f in files if tuple(f[2].get(c) for c in prune) in wanted]
-            if files:
-                current = self._read_files(table, dt, [(u, v) for u, _, v in files], keep_file=True)
-                source_keys = source.select(*keys)
-                cond = [current[k].eqNullSafe(source_keys[k]) for k in keys]
-                raw = sorted(_raw_uris(current.join(source_keys, cond, "left_semi").select("_file").distinct()))
-                if raw:  # rows of an earlier, unfinished run: their files rewritten without these keys
-                    hit = {_norm_uri(u) for u in raw}
-                    affected = [f for f in files if _norm_uri(f[0]) in hit]
-                    kept = current.where(F.col("_file").isin(raw)).join(source_keys, cond, "left_anti")
-                    kept_adds, _ = self._write_files(table, kept.select(*schema.fieldNames()), part_cols)
-                    removes = _removes(affected)
+            affected, kept = self._holding_keys(table, dt, files, source.select(*keys), keys) if files else ([], None)
+            if affected:  # rows of an earlier, unfinished run: their files rewritten without these keys
+                kept_adds, _ = self._write_files(table, kept.select(*schema.fieldNames()), part_cols)
+                removes = _removes(affected)
         adds, arrow_schema = self._adopt(table, staged, write_dir, part_cols, schema)
         self._commit(table, removes + kept_adds + adds, arrow_schema, "append", part_cols)
 
