@@ -185,11 +185,12 @@ def ingest(
             families[facts["reason"]] += facts["lines_read"]
     file_max = {fid: c["max_event_micros"] for fid, c in counts.items()}
     events_dir = f"{staged_dir}/row_kind=event"
+    staged_events = read_staged(spark, events_dir, STAGED_EVENT_SCHEMA)
     from epoch_audit.stages.carry import drop_outdated_carries
 
     # Traffic older than a cluster's carried horizon makes its carried traffic incomplete: dropped
     # before the events land (a run killed in between then re-checks the whole history).
-    drop_outdated_carries(storage, read_staged(spark, events_dir, STAGED_EVENT_SCHEMA))
+    drop_outdated_carries(storage, staged_events)
     # Every task vouched for its ids (one file per task, no line repeating a sub_index): no key check.
     vouched = not any(c.get("unvouched_ids") for c in counts.values())
     columns = bronze_columns(storage)
@@ -197,8 +198,7 @@ def ingest(
         storage.upsert_staged(EVENTS_TABLE, events_dir, STAGED_EVENT_SCHEMA, list(BRONZE_EVENTS_PARTITIONS),
                               ["event_id"], unique=vouched)
     else:  # a lake whose bronze predates a layout column
-        events = read_staged(spark, events_dir, STAGED_EVENT_SCHEMA)
-        storage.upsert(EVENTS_TABLE, events.select(*columns), ["event_id"], unique=vouched)
+        storage.upsert(EVENTS_TABLE, staged_events.select(*columns), ["event_id"], unique=vouched)
     timer.lap("bronze_events")
     if any(c["malformed"] for c in counts.values()):
         quarantine = staged.where(F.col("row_kind") == "quarantine").select(
