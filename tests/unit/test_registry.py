@@ -57,3 +57,37 @@ def test_timeline_schema_is_what_the_builder_writes(spark):
 
     built = partition_timeline(spark.createDataFrame([], EVENT_SCHEMA), CheckConfig()).schema
     assert [(f.name, f.dataType) for f in built.fields] == [(f.name, f.dataType) for f in TIMELINE_SCHEMA.fields]
+
+
+GATED = [spec for spec in REGISTRY if spec.needs]
+
+
+@pytest.mark.parametrize("spec", GATED, ids=[spec.id for spec in GATED])
+def test_needs_hold_in_the_reference_model(spec):
+    """A check's ``needs`` are necessary in the pure-Python reference model (an independent reading):
+    on generated histories every violation of the invariant is in a cluster holding one of those
+    event types, and none is left once the cluster's events of those types are removed. Pure Python."""
+    from epoch_audit_tools.reference_model import check_history
+
+    from epoch_audit.gold.context import CheckConfig
+    from epoch_audit.gold.registry import can_find
+    from tests.differential.test_whole_model import _histories
+
+    found = 0
+    for history in _histories(list(range(24))):
+        mine = [v for v in check_history(history.rows, CheckConfig()) if v["invariant"] == spec.id]
+        found += len(mine)
+        assert not mine or can_find(spec, {r["event_type"] for r in history.rows}), history.cluster_id
+        if mine:
+            without = [r for r in history.rows if r["event_type"] not in spec.needs]
+            assert not [v for v in check_history(without, CheckConfig()) if v["invariant"] == spec.id]
+    assert found, f"the generators yield no {spec.id} violation: the test would prove nothing"
+
+
+def test_can_find():
+    from epoch_audit.gold.registry import SPECS, can_find
+
+    stop = SPECS["stale_stop_replica_accepted"]
+    assert not can_find(stop, {"become_leader", "md_partition_change"})
+    assert can_find(stop, {"become_leader", "request_stop_replica"})
+    assert can_find(SPECS["two_leaders_same_epoch"], set())  # no needs: always run

@@ -11,6 +11,12 @@ tests/differential/test_carry.py proves the windowed answers equal the whole one
 Severity comes from the registry line: a check leaves ``severity`` null and :func:`violations_of`
 puts the line's. A check may put its own on rows where the rule itself says so
 (``high_watermark_regression``: ``warning`` under Redpanda's expected acks=0/1 condition).
+
+A check whose every answer stands on events of a few types (a ZooKeeper broker's StopReplica, a
+KRaft metadata log's partition records) names them in ``needs``: over events holding none of them it
+finds nothing, so the check stage does not run it (:func:`can_find`; a KRaft or Redpanda cluster
+never receives a StopReplica, a ZooKeeper one has no metadata log). tests/unit/test_registry.py
+holds every ``needs`` to the reference model's answers on generated histories.
 """
 
 from __future__ import annotations
@@ -23,6 +29,10 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from epoch_audit.contracts.violations import CHECK_COLUMNS, CHECK_SCHEMA
+from epoch_audit.gold.analysis.controller_requests import (
+    LEADER_AND_ISR_ACCEPTANCE_TYPES,
+    STOP_REPLICA_ACCEPTANCE_TYPES,
+)
 from epoch_audit.gold.context import CheckContext
 from epoch_audit.gold.invariants import (
     epoch_start_offset_divergence,
@@ -37,6 +47,7 @@ from epoch_audit.gold.invariants import (
     two_leaders_same_epoch,
     write_accepted_by_fenced_leader,
 )
+from epoch_audit.silver.partition_timeline import KRAFT_PARTITION_TYPES
 
 Check = Callable[[CheckContext], DataFrame]
 
@@ -44,8 +55,9 @@ Check = Callable[[CheckContext], DataFrame]
 @dataclass(frozen=True)
 class InvariantSpec:
     """One invariant: its id (the ``invariant`` value of its rows), default severity, the rule in
-    one line, whether it reads request-log traffic, its check, and its carry (traffic it still
-    needs from before a nightly run's horizon; None when it reads no traffic)."""
+    one line, whether it reads request-log traffic, its check, its carry (traffic it still needs
+    from before a nightly run's horizon; None when it reads no traffic) and ``needs``: event types
+    of which the events must hold one for the check to find anything (empty: it may always)."""
 
     id: str
     severity: str
@@ -53,6 +65,7 @@ class InvariantSpec:
     reads_traffic: bool
     check: Check
     carry: Check | None = None
+    needs: tuple[str, ...] = ()
 
 
 REGISTRY: tuple[InvariantSpec, ...] = (
@@ -62,6 +75,7 @@ REGISTRY: tuple[InvariantSpec, ...] = (
         "A broker refuses a StopReplica whose leader epoch is below its current one (KIP-570).",
         False,
         stale_stop_replica_accepted.check,
+        needs=STOP_REPLICA_ACCEPTANCE_TYPES,
     ),
     InvariantSpec(
         "stale_controller_epoch_accepted",
@@ -69,6 +83,7 @@ REGISTRY: tuple[InvariantSpec, ...] = (
         "A broker refuses LeaderAndIsr / StopReplica from a controller epoch below one it has seen.",
         False,
         stale_controller_epoch_accepted.check,
+        needs=(*STOP_REPLICA_ACCEPTANCE_TYPES, *LEADER_AND_ISR_ACCEPTANCE_TYPES),
     ),
     InvariantSpec(
         "stale_broker_epoch_isr_join",
@@ -77,6 +92,7 @@ REGISTRY: tuple[InvariantSpec, ...] = (
         True,
         stale_broker_epoch_isr_join.check,
         stale_broker_epoch_isr_join.carry,
+        needs=KRAFT_PARTITION_TYPES,
     ),
     InvariantSpec(
         "fenced_replica_in_isr",
@@ -140,6 +156,11 @@ REGISTRY: tuple[InvariantSpec, ...] = (
 )
 
 SPECS: dict[str, InvariantSpec] = {spec.id: spec for spec in REGISTRY}
+
+
+def can_find(spec: InvariantSpec, event_types: set[str]) -> bool:
+    """Whether ``spec``'s check may find a violation in events of ``event_types``."""
+    return not spec.needs or not event_types.isdisjoint(spec.needs)
 
 
 def violations_of(spec: InvariantSpec, ctx: CheckContext) -> DataFrame:

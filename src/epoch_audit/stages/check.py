@@ -13,7 +13,7 @@ from pyspark.sql import functions as F
 from epoch_audit.config import AppConfig
 from epoch_audit.contracts.violations import CHECK_COLUMNS, SEEN_COLUMNS, VIOLATION_KEY
 from epoch_audit.gold.context import CheckContext, check_context
-from epoch_audit.gold.registry import REGISTRY, InvariantSpec, violations_of
+from epoch_audit.gold.registry import REGISTRY, InvariantSpec, can_find, found_violations, violations_of
 from epoch_audit.lake.staging import remove_staging, staging_dir
 from epoch_audit.lake.storage import LakeStorage
 from epoch_audit.lake.tables import (
@@ -75,8 +75,23 @@ def stage_violations(
         found.where(F.col("cluster_id").isin(clusters)).write.mode("overwrite").parquet(path)
         return path
 
+    if not specs:
+        return violation_ids(found_violations(ctx, ()))
     paths = run_concurrently([lambda spec=spec: stage(spec) for spec in specs], workers)
     return ctx.events.sparkSession.read.parquet(*paths).dropDuplicates(["violation_id"])
+
+
+def runnable_checks(events: DataFrame, specs: tuple[InvariantSpec, ...]) -> tuple[InvariantSpec, ...]:
+    """The checks of ``specs`` that may find something in ``events`` (the registry's ``needs``):
+    one small query for the event types present, against a check each that cannot find anything
+    (the ZooKeeper request checks over a KRaft cluster's history, the metadata-log one over a
+    ZooKeeper cluster's)."""
+    if not any(spec.needs for spec in specs):
+        return specs
+    wanted = sorted({t for spec in specs for t in spec.needs})
+    present = {r["event_type"] for r in events.where(F.col("event_type").isin(wanted)).select("event_type")
+               .distinct().collect()}  # at most len(wanted) rows
+    return tuple(spec for spec in specs if can_find(spec, present))
 
 
 def new_counts(groups: list[Row], reported_by: set[str]) -> list[dict[str, Any]]:
@@ -164,6 +179,7 @@ def run_checks(
     rejected: list[dict[str, Any]] = []
     problems: list[dict[str, Any]] = []
     carried: dict[str, Any] = {}
+    not_run: list[str] = []
     silver_stale = set(stale_clusters(storage, SILVER_STATE_TABLE, fps)[0]) & set(dirty)
     if silver_stale:
         log.warning("silver is older than bronze for %s: run the timelines stage first", sorted(silver_stale))
@@ -183,8 +199,12 @@ def run_checks(
             events = inputs(read_check_events(storage, dirty, horizons))
             # Every silver table once (the ones not in silver/ built from the events), shared by all checks.
             ctx = check_context(events, silver, check_config(config))
+            specs = runnable_checks(events, REGISTRY)
+            not_run = [spec.id for spec in REGISTRY if spec not in specs]
+            if not_run:
+                log.info("no events these checks stand on, not run: %s", ", ".join(not_run))
             violations = stage_violations(
-                ctx, REGISTRY, dirty, f"{staging_dir(storage.lake, run_id)}/violations", config.spark.concurrent_queries
+                ctx, specs, dirty, f"{staging_dir(storage.lake, run_id)}/violations", config.spark.concurrent_queries
             )
             if storage.exists(VIOLATIONS_TABLE):
                 violations = violations.join(
@@ -215,7 +235,7 @@ def run_checks(
     if not storage.exists(VIOLATIONS_TABLE):
         detail = {
             "clusters": dirty, "violations": [], "known": 0, "rejected_isr_joins": rejected,
-            "carried_traffic": carried, "input_problems": problems,
+            "carried_traffic": carried, "input_problems": problems, "checks_not_run": not_run,
         }
         suppressions, rows = plan_suppressions(storage, entries, None, {run_id})
         write_suppressions(spark, storage, rows)
@@ -246,7 +266,7 @@ def run_checks(
     new = gold.where(F.col("run_id") == run_id)
     detail = {
         "clusters": dirty, "violations": counts, "known": known, "rejected_isr_joins": rejected,
-        "carried_traffic": carried, "input_problems": problems,
+        "carried_traffic": carried, "input_problems": problems, "checks_not_run": not_run,
     }
     if suppressions:
         detail["suppressions"] = suppressions

@@ -30,6 +30,10 @@ LAIR_PARTITION_REFUSALS = ("leader_and_isr_stale_epoch", "leader_and_isr_equal_e
 UNIT_KEY = ["cluster_id", "broker_id", "topic", "partition", "controller_id", "controller_epoch", "correlation_id"]
 REQ_KEY = ["cluster_id", "broker_id", "controller_id", "controller_epoch", "correlation_id"]
 PARTITION_KEY = ["cluster_id", "broker_id", "topic", "partition"]  # a broker's replica of a partition
+# What an acceptance is read from (its TRACE chain's first line, or its request-log line): without
+# one of them there is no accepted StopReplica / LeaderAndIsr state (the registry's ``needs``).
+STOP_REPLICA_ACCEPTANCE_TYPES = ("stop_replica_received", "request_stop_replica")
+LEADER_AND_ISR_ACCEPTANCE_TYPES = ("leader_and_isr_received", "request_leader_and_isr")
 
 
 def own_position() -> Column:
@@ -51,10 +55,10 @@ def acceptances(events: DataFrame, kind: str) -> DataFrame:
     ``_pos`` of its first event, ``first_event_id`` and ``evidence`` (all proving event ids).
     """
     if kind == "stop":
-        trace_type, request_type = "stop_replica_received", "request_stop_replica"
+        trace_type, request_type = STOP_REPLICA_ACCEPTANCE_TYPES
         whole, per_partition, follow = "stop_replica_stale_controller", STOP_PARTITION_REFUSALS, STOP_EVIDENCE
     else:
-        trace_type, request_type = "leader_and_isr_received", "request_leader_and_isr"
+        trace_type, request_type = LEADER_AND_ISR_ACCEPTANCE_TYPES
         whole, per_partition, follow = "leader_and_isr_stale_controller", LAIR_PARTITION_REFUSALS, BECOME
     ordered = with_own_order(events, (*PARTITION_EVENTS, whole, *per_partition, request_type)).withColumn(
         "_pos", own_position()
