@@ -19,6 +19,8 @@ suspected.
 
 from __future__ import annotations
 
+from functools import reduce
+
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
@@ -118,42 +120,51 @@ def check(ctx: CheckContext) -> DataFrame:
     grants = vote_grants(ctx.events)
     pair_key = [*PARTITION_KEY, "leader_epoch", "grp"]
 
-    def ack_of(second: str, first: str, name: str) -> DataFrame:
-        """Per pair: the acknowledgement of ``first``'s leadership by ``second``, if any."""
-        on_partition = [F.col(f"p.{x}") == F.col(f"a.{x}") for x in (*PARTITION_KEY, "leader_epoch")]
-        own = (
-            pairs.alias("p")
-            .join(
-                F.broadcast(acks.alias("a")),
-                on_partition
-                + [
-                    F.col("a.acker") == F.col(f"p.{second}.claimant"),
-                    F.col("a.ackee") == F.col(f"p.{first}.claimant"),
-                    F.col(f"p.{second}.bk_key").isNotNull(),
-                    F.col("a.ack_key") < F.col(f"p.{second}.bk_key"),
-                ],
-                "left",
-            )
-            .groupBy(*[F.col(f"p.{x}") for x in pair_key])
-            .agg(F.min_by("a.ack_event", F.col("a.ack_key")).alias("own"))
-        )
-        grant = (
-            pairs.alias("p")
-            .join(
-                F.broadcast(grants.alias("a")),
-                on_partition
-                + [
-                    F.col("a.voter") == F.col(f"p.{second}.claimant"),
-                    F.col("a.candidate") == F.col(f"p.{first}.claimant"),
-                ],
-                "left",
-            )
-            .groupBy(*[F.col(f"p.{x}") for x in pair_key])
-            .agg(F.min("a.grant_event").alias("grant"))
-        )
-        return own.join(grant, pair_key).select(*pair_key, F.coalesce("own", "grant").alias(name))
+    on_partition = [F.col(f"p.{x}") == F.col(f"a.{x}") for x in (*PARTITION_KEY, "leader_epoch")]
+    pair_cols = [F.first(F.col(f"p.{c}")).alias(c) for c in ("A", "B")]
 
-    ordered = pairs.join(ack_of("B", "A", "ack_ba"), pair_key).join(ack_of("A", "B", "ack_ab"), pair_key)
+    def acked(second: str, first: str) -> Column:
+        """``second``'s own-log acknowledgement of ``first``'s leadership, before its own claim."""
+        return (
+            (F.col("a.acker") == F.col(f"p.{second}.claimant"))
+            & (F.col("a.ackee") == F.col(f"p.{first}.claimant"))
+            & F.col(f"p.{second}.bk_key").isNotNull()
+            & (F.col("a.ack_key") < F.col(f"p.{second}.bk_key"))
+        )
+
+    def granted(second: str, first: str) -> Column:
+        return (F.col("a.voter") == F.col(f"p.{second}.claimant")) & (
+            F.col("a.candidate") == F.col(f"p.{first}.claimant")
+        )
+
+    # Both directions in one join per source, the pairs read once: over one partition (a short
+    # run) nothing shares a subtree referenced twice, and each reference recomputed the pairs.
+    # The earliest acknowledgement in the acker's own order (own keys are unique per event).
+    # (a pair with a null in its key never met its acknowledgements: the inner joins on the key
+    # that found them dropped it, and it is dropped here as before)
+    keyed = pairs.where(reduce(lambda a, b: a & b, [F.col(x).isNotNull() for x in pair_key]))
+    own = (
+        keyed.alias("p")
+        .join(F.broadcast(acks.alias("a")), on_partition + [acked("B", "A") | acked("A", "B")], "left")
+        .groupBy(*[F.col(f"p.{x}").alias(x) for x in pair_key])
+        .agg(
+            *pair_cols,
+            *[
+                F.min(F.when(acked(second, first), F.struct("a.ack_key", "a.ack_event")))["ack_event"].alias(name)
+                for second, first, name in (("B", "A", "own_ba"), ("A", "B", "own_ab"))
+            ],
+        )
+    )
+    ordered = (
+        own.alias("p")
+        .join(F.broadcast(grants.alias("a")), on_partition + [granted("B", "A") | granted("A", "B")], "left")
+        .groupBy(*[F.col(f"p.{x}").alias(x) for x in pair_key])
+        .agg(
+            *pair_cols,
+            F.coalesce(F.first("p.own_ba"), F.min(F.when(granted("B", "A"), F.col("a.grant_event")))).alias("ack_ba"),
+            F.coalesce(F.first("p.own_ab"), F.min(F.when(granted("A", "B"), F.col("a.grant_event")))).alias("ack_ab"),
+        )
+    )
     both_decided = F.col("A.tl_seq").isNotNull() & F.col("B.tl_seq").isNotNull()
     # Time order of the pair: (time nulls last, claimant).
     a_before_b = F.when(F.col("A.time").isNull() & F.col("B.time").isNull(), F.col("A.claimant") < F.col("B.claimant"))
