@@ -91,3 +91,21 @@ def test_can_find():
     assert not can_find(stop, {"become_leader", "md_partition_change"})
     assert can_find(stop, {"become_leader", "request_stop_replica"})
     assert can_find(SPECS["two_leaders_same_epoch"], set())  # no needs: always run
+
+
+def test_runnable_checks_follow_the_event_types_present(spark):
+    from epoch_audit.gold.registry import SPECS
+    from epoch_audit.stages.check import runnable_checks
+
+    def ids(types: list[str]) -> set[str]:
+        events = spark.createDataFrame([(t,) for t in types], "event_type string")
+        return {spec.id for spec in runnable_checks(events, REGISTRY)}
+
+    everything = {spec.id for spec in REGISTRY}
+    gated = {"stale_stop_replica_accepted", "stale_controller_epoch_accepted", "stale_broker_epoch_isr_join"}
+    assert ids(["become_leader", "request_fetch"]) == everything - gated
+    assert ids(["become_leader", "leader_and_isr_received"]) == everything - gated | {
+        "stale_controller_epoch_accepted"}
+    assert ids(["request_stop_replica", "md_partition_change"]) == everything
+    assert runnable_checks(spark.createDataFrame([], "event_type string"), (SPECS["two_leaders_same_epoch"],)) == (
+        SPECS["two_leaders_same_epoch"],)
