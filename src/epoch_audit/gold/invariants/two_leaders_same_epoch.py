@@ -137,11 +137,9 @@ def check(ctx: CheckContext) -> DataFrame:
             F.col("a.candidate") == F.col(f"p.{first}.claimant")
         )
 
-    # Both directions in one join per source, the pairs read once: over one partition (a short
-    # run) nothing shares a subtree referenced twice, and each reference recomputed the pairs.
-    # The earliest acknowledgement in the acker's own order (own keys are unique per event).
-    # (a pair with a null in its key never met its acknowledgements: the inner joins on the key
-    # that found them dropped it, and it is dropped here as before)
+    # Both directions in one join per source, so the pairs are read once (over one partition, a
+    # short run, every reference to them recomputed them). A pair with a null in its key is
+    # dropped, as the inner joins on the key used to drop it.
     keyed = pairs.where(reduce(lambda a, b: a & b, [F.col(x).isNotNull() for x in pair_key]))
     own = (
         keyed.alias("p")
@@ -149,6 +147,7 @@ def check(ctx: CheckContext) -> DataFrame:
         .groupBy(*[F.col(f"p.{x}").alias(x) for x in pair_key])
         .agg(
             *pair_cols,
+            # the earliest acknowledgement in the acker's own order (own keys are unique per event)
             *[
                 F.min(F.when(acked(second, first), F.struct("a.ack_key", "a.ack_event")))["ack_event"].alias(name)
                 for second, first, name in (("B", "A", "own_ba"), ("A", "B", "own_ab"))
