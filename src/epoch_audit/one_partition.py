@@ -58,3 +58,16 @@ def install() -> None:
         method = getattr(ClassicDataFrame, name)
         if not getattr(method, _WRAPPED, False):
             setattr(ClassicDataFrame, name, _keeping_one_partition(method))
+
+
+def read_once(df: DataFrame) -> DataFrame:
+    """``df`` computed once, for a plan that reads it several times (a check's shared subtree).
+
+    A one-partition session has no exchange for the planner to reuse, so every reader recomputed
+    the subtree and every DataFrame built on it re-analysed it (the ISR check read its joins 11
+    times over data/samples). There it becomes a local checkpoint: one job now, and the plans above
+    hold its rows instead of its subtree (one JVM: no executor to lose them with). Elsewhere ``df``
+    unchanged: the readers share its exchanges, and a local checkpoint on a cluster dies with its
+    executor.
+    """
+    return df.localCheckpoint() if is_one_partition_session(df) else df

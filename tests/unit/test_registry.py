@@ -95,11 +95,11 @@ def test_can_find():
 
 def test_runnable_checks_follow_the_event_types_present(spark):
     from epoch_audit.gold.registry import SPECS
-    from epoch_audit.stages.check import runnable_checks
+    from epoch_audit.stages.check import absent_event_types, runnable_checks
 
     def ids(types: list[str]) -> set[str]:
         events = spark.createDataFrame([(t,) for t in types], "event_type string")
-        return {spec.id for spec in runnable_checks(events, REGISTRY)}
+        return {spec.id for spec in runnable_checks(REGISTRY, absent_event_types(events, REGISTRY))}
 
     everything = {spec.id for spec in REGISTRY}
     gated = {"stale_stop_replica_accepted", "stale_controller_epoch_accepted", "stale_broker_epoch_isr_join"}
@@ -107,5 +107,7 @@ def test_runnable_checks_follow_the_event_types_present(spark):
     assert ids(["become_leader", "leader_and_isr_received"]) == everything - gated | {
         "stale_controller_epoch_accepted"}
     assert ids(["request_stop_replica", "md_partition_change"]) == everything
-    assert runnable_checks(spark.createDataFrame([], "event_type string"), (SPECS["two_leaders_same_epoch"],)) == (
-        SPECS["two_leaders_same_epoch"],)
+    no_events = spark.createDataFrame([], "event_type string")
+    two_leaders = (SPECS["two_leaders_same_epoch"],)
+    assert absent_event_types(no_events, two_leaders) == frozenset()  # no needs: nothing asked
+    assert runnable_checks(two_leaders, absent_event_types(no_events, REGISTRY)) == two_leaders

@@ -29,11 +29,14 @@ class CheckConfig:
 
 @dataclass(frozen=True)
 class CheckContext:
-    """Bronze events plus the silver tables built from them, and the rule parameters (read-only)."""
+    """Bronze events plus the silver tables built from them, and the rule parameters (read-only).
+    ``absent_types``: event types known to be missing from ``events`` (the check stage asks for the
+    ones the registry's ``needs`` name); empty when not asked."""
 
     events: DataFrame
     silver: Mapping[str, DataFrame] = field(default_factory=dict)
     config: CheckConfig = field(default_factory=CheckConfig)
+    absent_types: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
         # A read-only view: a check that filled the map would change what the next check reads.
@@ -44,7 +47,10 @@ class CheckContext:
 
 
 def check_context(
-    events: DataFrame, silver: Mapping[str, DataFrame] | None = None, config: CheckConfig | None = None
+    events: DataFrame,
+    silver: Mapping[str, DataFrame] | None = None,
+    config: CheckConfig | None = None,
+    absent_types: frozenset[str] = frozenset(),
 ) -> CheckContext:
     """A context holding every silver table: the ones given, the others built from ``events``.
 
@@ -57,4 +63,4 @@ def check_context(
         if name not in tables:
             built = build(events, config)
             tables[name] = built if name in TIMELINE_TABLES else built.cache()
-    return CheckContext(events=events, silver=tables, config=config)
+    return CheckContext(events=events, silver=tables, config=config, absent_types=absent_types)

@@ -81,17 +81,22 @@ def stage_violations(
     return ctx.events.sparkSession.read.parquet(*paths).dropDuplicates(["violation_id"])
 
 
-def runnable_checks(events: DataFrame, specs: tuple[InvariantSpec, ...]) -> tuple[InvariantSpec, ...]:
-    """The checks of ``specs`` that may find something in ``events`` (the registry's ``needs``):
-    one small query for the event types present, against a check each that cannot find anything
-    (the ZooKeeper request checks over a KRaft cluster's history, the metadata-log one over a
-    ZooKeeper cluster's)."""
-    if not any(spec.needs for spec in specs):
-        return specs
+def absent_event_types(events: DataFrame, specs: tuple[InvariantSpec, ...]) -> frozenset[str]:
+    """The event types the ``needs`` of ``specs`` name that ``events`` hold none of: one small query
+    (at most one row a type named)."""
     wanted = sorted({t for spec in specs for t in spec.needs})
+    if not wanted:
+        return frozenset()
     present = {r["event_type"] for r in events.where(F.col("event_type").isin(wanted)).select("event_type")
-               .distinct().collect()}  # at most len(wanted) rows
-    return tuple(spec for spec in specs if can_find(spec, present))
+               .distinct().collect()}
+    return frozenset(wanted) - present
+
+
+def runnable_checks(specs: tuple[InvariantSpec, ...], absent: frozenset[str]) -> tuple[InvariantSpec, ...]:
+    """The checks of ``specs`` that may find something in events lacking the types ``absent`` (the
+    registry's ``needs``; :func:`absent_event_types`): not the ZooKeeper request checks over a KRaft
+    cluster's history, nor the metadata-log one over a ZooKeeper cluster's."""
+    return tuple(spec for spec in specs if can_find(spec, set(spec.needs) - absent))
 
 
 def new_counts(groups: list[Row], reported_by: set[str]) -> list[dict[str, Any]]:
@@ -198,8 +203,9 @@ def run_checks(
             )
             events = inputs(read_check_events(storage, dirty, horizons))
             # Every silver table once (the ones not in silver/ built from the events), shared by all checks.
-            ctx = check_context(events, silver, check_config(config))
-            specs = runnable_checks(events, REGISTRY)
+            absent = absent_event_types(events, REGISTRY)
+            ctx = check_context(events, silver, check_config(config), absent)
+            specs = runnable_checks(REGISTRY, absent)
             not_run = [spec.id for spec in REGISTRY if spec not in specs]
             if not_run:
                 log.info("no events these checks stand on, not run: %s", ", ".join(not_run))

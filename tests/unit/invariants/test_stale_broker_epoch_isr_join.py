@@ -56,3 +56,24 @@ def test_rejected_isr_joins_are_counted_not_reported(spark):
     events = spark.createDataFrame(rows, "cluster_id string, event_type string, error string, details map<string,string>")
     counts = {(r["cluster_id"], r["reason"]): r["count"] for r in rejected_isr_joins(events).collect()}
     assert counts == {("c1", "broker_epoch_mismatch"): 2, ("c1", "fenced"): 1, ("c2", "not in live brokers"): 1}
+
+
+def test_carry_without_partition_records_skips_only_the_probes(spark):
+    """Over events without KRaft partition records (no join), the carry told so (``absent_types``)
+    keeps exactly what the whole carry keeps: the last fetch per key, the leaders' last lines."""
+    from epoch_audit.gold.context import CheckConfig, check_context
+    from epoch_audit.gold.invariants.stale_broker_epoch_isr_join import carry
+    from epoch_audit.silver.partition_timeline import KRAFT_PARTITION_TYPES
+    from tests.builders.controller_events import to_df
+    from tests.builders.silver import TIMELINE_TABLES
+    from tests.unit.invariants.cases_isr import SCENARIOS
+
+    rows = [r for h in SCENARIOS.values() for r in h.rows if r["event_type"] not in KRAFT_PARTITION_TYPES]
+    events = to_df(spark, rows)
+    silver = {name: TIMELINE_TABLES[name](events, CheckConfig()).localCheckpoint()
+              for name in ("partition_timeline", "broker_registrations")}  # what the carry reads
+    whole = {r["event_id"] for r in carry(check_context(events, silver)).collect()}
+    told = {r["event_id"] for r in carry(check_context(events, silver, absent_types=frozenset(KRAFT_PARTITION_TYPES)))
+            .collect()}
+    assert told == whole
+    assert {r["event_type"] for r in rows if r["event_id"] in whole} >= {"request_fetch"}

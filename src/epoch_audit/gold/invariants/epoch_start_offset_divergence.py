@@ -17,6 +17,7 @@ from epoch_audit.gold.analysis.high_watermarks import latest_hw
 from epoch_audit.gold.analysis.leadership import epoch_leaders
 from epoch_audit.gold.analysis.violation_rows import PARTITION_KEY, to_check
 from epoch_audit.gold.context import CheckContext
+from epoch_audit.one_partition import read_once
 
 INVARIANT = "epoch_start_offset_divergence"
 
@@ -178,7 +179,7 @@ def _same_offset_rule(ctx: CheckContext, refs: DataFrame) -> DataFrame:
     leaders' start offsets put at that offset (else the one holding the lower epoch). One row per
     (partition, replica, its epoch)."""
     runs = ctx.silver["produce_runs"]
-    latest = latest_hw(ctx)
+    latest = read_once(latest_hw(ctx))  # one side of each pair, then the other
     left_runs = runs.alias("x")
     right_runs = runs.alias("y")
     pairs = left_runs.join(

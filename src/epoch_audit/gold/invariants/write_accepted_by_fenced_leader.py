@@ -21,6 +21,7 @@ from pyspark.sql import functions as F
 from epoch_audit.gold.analysis.leadership import epoch_leaders, fence_markers
 from epoch_audit.gold.analysis.violation_rows import PARTITION_KEY, micros, to_check
 from epoch_audit.gold.context import CheckContext
+from epoch_audit.one_partition import read_once
 from epoch_audit.silver.event_fields import is_ok
 
 INVARIANT = "write_accepted_by_fenced_leader"
@@ -261,6 +262,7 @@ def _time_rule(ctx: CheckContext) -> DataFrame:
     record)."""
     skew_us = int(ctx.config.max_clock_skew_ms) * 1000
     after_moves, after_fences = _after_marks(ctx)
+    after_moves = read_once(after_moves)  # the candidates, and the ids the fence rows leave out
     key = [*PARTITION_KEY, "broker_id"]
     gap = micros(F.col("event_time")) - micros(F.col("last_m.event_time"))
     near_lead = F.col("next_lead").isNotNull() & (
