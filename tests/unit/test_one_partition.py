@@ -71,3 +71,22 @@ def test_install_wraps_once(spark):
     one_partition.install()
     assert DataFrame.join is join
     assert getattr(join, "_epoch_audit_one_partition", False)
+
+
+def test_read_once_checkpoints_only_in_a_short_run(spark):
+    """A short run gets the frame's rows in place of its subtree (a local checkpoint: the window is
+    gone from the plan above it); elsewhere the frame itself. The rows are the same either way."""
+    from pyspark.sql import Window
+
+    from epoch_audit.one_partition import read_once
+
+    brokers, epochs = _inputs(spark)
+    ranked = epochs.withColumn("rank", F.row_number().over(Window.partitionBy("broker").orderBy("epoch")))
+    expected = sorted(ranked.collect())
+    for on in (True, False):
+        with _short_run(spark, on):
+            once = read_once(ranked)
+            plan = once.join(brokers, "broker")._jdf.queryExecution().optimizedPlan().toString()
+            assert ("Window" in plan) is not on
+            assert (once is ranked) is not on
+            assert sorted(once.collect()) == expected
