@@ -184,8 +184,13 @@ class BundledSparkEngine(SparkDFExecutionEngine):
         return out
 
     def _run_folded(self, queries: dict[Any, tuple[str, list[str]]]) -> dict:
-        """Run ``{metric id: (query, its columns)}`` as one ``UNION ALL``; {metric id: [row dict]}."""
-        ids = list(queries)
+        """Run ``{metric id: (query, its columns)}`` as one ``UNION ALL``; {metric id: [row dict]}.
+
+        The branches go in the order of their queries' text, not of GX's metrics (a set, in an order
+        that varies with the hash seed and between GX's retries of a round): the same queries make
+        the same SQL every time.
+        """
+        ids = sorted(queries, key=lambda key: (queries[key][0], str(key)))
         branches = [
             f"SELECT {index} AS _ea_query, TO_JSON(STRUCT(*), MAP('ignoreNullFields', 'false')) AS _ea_row "
             f"FROM (SELECT * FROM ({queries[key][0]}) LIMIT {MAX_RESULT_RECORDS})"
