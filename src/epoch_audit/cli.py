@@ -356,7 +356,9 @@ def _run_pipeline(args: argparse.Namespace, stages: list[str], console: Any = No
     }
     exit_code = EXIT_OK
     expected = _previous_stage_seconds(spark, storage, args.command) if console is not None else {}
-    with RunProgress(stages, expected, console) as progress:
+    from epoch_audit.stages.base import stage_sharing
+
+    with RunProgress(stages, expected, console) as progress, stage_sharing():
         for stage in stages:
             with progress.stage(stage):
                 detail = _run_stage(stage, spark, storage, config, run_id, args, window, ingested=INGEST in stages,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,6 +31,32 @@ def check_config(config: AppConfig) -> CheckConfig:
     )
 
 
+# A short run's state events, cached by the timelines stage and taken by the check stage of the same
+# run (both read every state event of the same clusters): {shared_key(...): the cached frame}.
+_SHARED: dict[tuple, DataFrame] = {}
+
+
+def shared_key(lake: str, clusters: list[str], fingerprints: dict[str, str]) -> tuple:
+    """The key of ``clusters``' bronze in ``lake`` as their ledger ``fingerprints`` give it: a later
+    stage asking with the same key reads the same rows (bronze did not move in between)."""
+    return (lake, tuple((c, fingerprints.get(c)) for c in sorted(clusters)))
+
+
+def release_shared() -> None:
+    """Release what a stage shared and no later stage took (a run that stopped before its check stage)."""
+    while _SHARED:
+        _SHARED.popitem()[1].unpersist()
+
+
+@contextmanager
+def stage_sharing() -> Iterator[None]:
+    """The stages of one run: what one shares and no later one takes is released at the end."""
+    try:
+        yield
+    finally:
+        release_shared()
+
+
 class ShortRunInputs:
     """The stage's inputs as one cached partition each in a short run (``one_partition.ONE_PARTITION_INPUTS``),
     else unchanged; a context manager that releases the cached ones on exit.
@@ -49,6 +77,26 @@ class ShortRunInputs:
         if not is_one_partition_session(df):
             return df
         held = df.coalesce(1).persist(StorageLevel.MEMORY_AND_DISK)
+        self._held.append(held)
+        return held
+
+    def shared(self, key: tuple, read: Callable[[], DataFrame]) -> DataFrame:
+        """``read()`` as :meth:`__call__` gives it, kept cached past this stage for a later stage of the
+        run that asks for the same ``key`` (:meth:`take`). One at a time: an older one is released."""
+        df = read()
+        if not is_one_partition_session(df):
+            return df
+        release_shared()
+        _SHARED[key] = held = df.coalesce(1).persist(StorageLevel.MEMORY_AND_DISK)
+        return held
+
+    def take(self, key: tuple, read: Callable[[], DataFrame]) -> DataFrame:
+        """What an earlier stage of the run shared under ``key`` (released with this stage's inputs),
+        else ``self(read())``. Any other shared frame is released: no later stage asks for it."""
+        held = _SHARED.pop(key, None)
+        release_shared()
+        if held is None:
+            return self(read())
         self._held.append(held)
         return held
 

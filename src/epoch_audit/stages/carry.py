@@ -12,7 +12,8 @@ exact for the bronze it was taken from.
 - The timelines stage reads only state events (:func:`read_state_events`): silver never reads
   traffic.
 - The check stage reads, per cluster with a valid carry, its state events, its traffic from the
-  horizon on and its carried events (:func:`read_check_events`); the others whole. After gold is
+  horizon on and its carried events (:func:`read_check_traffic`); the others whole. In a short run
+  it takes the state events the timelines stage read and cached (``epoch_audit.stages.base``). After gold is
   written it takes the new carry from what it read (:func:`write_carries`).
 """
 
@@ -109,35 +110,33 @@ def read_state_events(storage: LakeStorage, clusters: list[str]) -> DataFrame:
     )
 
 
-def read_check_events(storage: LakeStorage, clusters: list[str], horizons: dict[str, int]) -> DataFrame:
-    """The events the checks read: a cluster with a horizon as state events + traffic from the
-    horizon on (or untimed) + its carried traffic; every other cluster whole."""
-    whole = [c for c in clusters if c not in horizons]
-    parts: list[DataFrame] = []
-    if whole:
-        parts.append(storage.read_where(EVENTS_TABLE, "cluster_id", whole))
-    if horizons:
-        days = {c: day_of(h) for c, h in horizons.items()}
+def read_check_traffic(storage: LakeStorage, clusters: list[str], horizons: dict[str, int]) -> DataFrame | None:
+    """The traffic the checks read besides the state events (:func:`read_state_events`): a cluster
+    with a horizon its traffic from the horizon on (or untimed) and its carried traffic, every other
+    cluster all of it. None for a bronze without the event class (its state read holds every event)."""
+    if not supports_carry(storage):
+        return None
+    wanted = set(clusters)
+    days = {c: day_of(h) for c, h in horizons.items() if c in wanted}
 
-        def keep(v: dict[str, str | None]) -> bool:
-            c = v.get("cluster_id")
-            if c not in days:
-                return False
-            day = v.get(EVENT_DATE_COLUMN)
-            return v.get(EVENT_CLASS_COLUMN) != "traffic" or day is None or day >= days[c]
+    def keep(v: dict[str, str | None]) -> bool:
+        c, day = v.get("cluster_id"), v.get(EVENT_DATE_COLUMN)
+        if c not in wanted or v.get(EVENT_CLASS_COLUMN) != "traffic":
+            return False
+        return c not in days or day is None or day >= days[c]
 
+    rows = F.col("cluster_id").isin(clusters) & (F.col(EVENT_CLASS_COLUMN) == "traffic")
+    if days:
         recent: Column = reduce(
             lambda a, b: a | b,
-            [(F.col("cluster_id") == c) & (F.unix_micros("event_time") >= F.lit(h)) for c, h in horizons.items()],
+            [(F.col("cluster_id") == c) & (F.unix_micros("event_time") >= F.lit(horizons[c])) for c in days],
         )
-        rows = F.col("cluster_id").isin(list(days)) & (
-            (F.col(EVENT_CLASS_COLUMN) != "traffic") | F.col("event_time").isNull() | recent
-        )
-        bronze = storage.read_partitions(EVENTS_TABLE, keep, rows)
-        parts.append(bronze)
-        carried = storage.read_where(CARRY_TABLE, "cluster_id", list(days)).where(F.col("event_type") != MARKER_TYPE)
-        parts.append(carried.select(*bronze.columns))
-    return reduce(DataFrame.unionByName, parts)
+        rows = rows & (~F.col("cluster_id").isin(list(days)) | F.col("event_time").isNull() | recent)
+    traffic = storage.read_partitions(EVENTS_TABLE, keep, rows)
+    if not days:
+        return traffic
+    carried = storage.read_where(CARRY_TABLE, "cluster_id", list(days)).where(F.col("event_type") != MARKER_TYPE)
+    return traffic.unionByName(carried.select(*traffic.columns))
 
 
 def valid_horizons(
@@ -146,9 +145,11 @@ def valid_horizons(
     clusters: list[str],
     silver: dict[str, DataFrame],
     ctx_config: CheckConfig,
+    state: DataFrame | None = None,
 ) -> dict[str, int]:
     """The stored horizons of ``clusters`` whose anchors are unchanged before the horizon (a late
-    state file or a dump that changed an old epoch: the cluster is read whole this time)."""
+    state file or a dump that changed an old epoch: the cluster is read whole this time).
+    ``state``: the state events of ``clusters`` when the caller read them already."""
     if not supports_carry(storage):
         return {}
     stored = carried_horizons(storage, clusters)
@@ -158,7 +159,8 @@ def valid_horizons(
     hz = spark.createDataFrame([(c, stored[c][0]) for c in cands], "cluster_id string, h long").select(
         "cluster_id", F.timestamp_micros("h").alias("horizon")
     )
-    ctx = check_context(read_state_events(storage, cands), silver, ctx_config)
+    events = read_state_events(storage, cands) if state is None else state.where(F.col("cluster_id").isin(cands))
+    ctx = check_context(events, silver, ctx_config)
     now = {r["cluster_id"]: r["fingerprint"] for r in anchor_fingerprints(ctx, hz).collect()}
     valid = {c: stored[c][0] for c in cands if now.get(c) == stored[c][1]}
     changed = sorted(set(cands) - set(valid))

@@ -25,10 +25,11 @@ from epoch_audit.lake.tables import (
     silver_table,
 )
 from epoch_audit.silver.tables import SILVER_TABLES
-from epoch_audit.stages.base import ShortRunInputs, StageResult, check_config
+from epoch_audit.stages.base import ShortRunInputs, StageResult, check_config, shared_key
 from epoch_audit.stages.carry import (
     iso_of,
-    read_check_events,
+    read_check_traffic,
+    read_state_events,
     supports_carry,
     valid_horizons,
     write_carries,
@@ -196,12 +197,15 @@ def run_checks(
                 name: inputs(storage.read_where(silver_table(name), "cluster_id", dirty))
                 for name in SILVER_TABLES if storage.exists(silver_table(name))
             }
+            # Every state event, as the timelines stage of this run read and cached them (a short run).
+            state = inputs.take(shared_key(storage.lake, dirty, fps), lambda: read_state_events(storage, dirty))
             # Traffic: from each cluster's carried horizon on, plus the carried events (epoch_audit.stages.carry).
             horizons = (
-                valid_horizons(spark, storage, dirty, silver, check_config(config))
+                valid_horizons(spark, storage, dirty, silver, check_config(config), state)
                 if config.incremental.carry_traffic else {}
             )
-            events = inputs(read_check_events(storage, dirty, horizons))
+            traffic = read_check_traffic(storage, dirty, horizons)
+            events = state if traffic is None else state.unionByName(inputs(traffic))
             # Every silver table once (the ones not in silver/ built from the events), shared by all checks.
             absent = absent_event_types(events, REGISTRY)
             ctx = check_context(events, silver, check_config(config), absent)

@@ -11,7 +11,7 @@ from epoch_audit.lake.storage import LakeStorage
 from epoch_audit.lake.tables import EVENTS_TABLE, SILVER_STATE_TABLE, silver_table
 from epoch_audit.silver.tables import SILVER_TABLES
 from epoch_audit.spark import run_concurrently
-from epoch_audit.stages.base import ShortRunInputs, StageResult, check_config
+from epoch_audit.stages.base import ShortRunInputs, StageResult, check_config, shared_key
 from epoch_audit.stages.carry import read_state_events
 from epoch_audit.stages.state import mark_built, stale_clusters
 
@@ -32,20 +32,26 @@ def run_timelines(spark: SparkSession, storage: LakeStorage, config: AppConfig, 
     if not dirty:
         return StageResult("timelines", "ran", {"tables": sorted(builders), "clusters": []})
     with ShortRunInputs() as inputs:
-        dirty = rebuild_silver(storage, config, dirty, sorted(fps), inputs)
+        dirty = rebuild_silver(storage, config, dirty, sorted(fps), inputs, fps)
     mark_built(storage, SILVER_STATE_TABLE, dirty, fps, run_id)
     return StageResult("timelines", "ran", {"tables": sorted(builders), "clusters": dirty})
 
 
 def rebuild_silver(
-    storage: LakeStorage, config: AppConfig, dirty: list[str], all_clusters: list[str], inputs: ShortRunInputs
+    storage: LakeStorage, config: AppConfig, dirty: list[str], all_clusters: list[str], inputs: ShortRunInputs,
+    fingerprints: dict[str, str] | None = None,
 ) -> list[str]:
     """Build every silver table of ``dirty`` from their state events and replace their rows; every
-    cluster of ``all_clusters`` when a build changed a table's schema. Returns the clusters rebuilt."""
+    cluster of ``all_clusters`` when a build changed a table's schema. Returns the clusters rebuilt.
+    With their ledger ``fingerprints`` the state events stay cached for the check stage of the run."""
     builders = SILVER_TABLES
     cfg = check_config(config)
     # Silver never reads request-log traffic: state events only (a fraction of a busy cluster's).
-    events = inputs(read_state_events(storage, dirty))
+    # The check stage reads the same state events again: a short run reads and caches them once.
+    if fingerprints is None:
+        events = inputs(read_state_events(storage, dirty))
+    else:
+        events = inputs.shared(shared_key(storage.lake, dirty, fingerprints), lambda: read_state_events(storage, dirty))
     workers = config.spark.concurrent_queries
     names = sorted(builders)
     # Built and written on concurrent threads (epoch_audit.spark.run_concurrently): the tables

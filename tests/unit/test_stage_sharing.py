@@ -1,0 +1,77 @@
+"""A short run's state events, read and cached by the timelines stage, are the check stage's: read once."""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+from epoch_audit.one_partition import ONE_PARTITION_INPUTS
+from epoch_audit.stages import base
+from epoch_audit.stages.base import ShortRunInputs, shared_key, stage_sharing
+
+
+@contextmanager
+def _short_run(spark, on: bool):
+    before = spark.conf.get(ONE_PARTITION_INPUTS, "false")
+    spark.conf.set(ONE_PARTITION_INPUTS, "true" if on else "false")
+    try:
+        yield
+    finally:
+        spark.conf.set(ONE_PARTITION_INPUTS, before)
+
+
+class _Reads:
+    """A frame's read, counted."""
+
+    def __init__(self, spark, rows: int) -> None:
+        self.spark, self.rows, self.calls = spark, rows, 0
+
+    def __call__(self):
+        self.calls += 1
+        return self.spark.range(self.rows).repartition(3)
+
+
+def test_the_check_stage_takes_what_the_timelines_stage_read(spark):
+    reads = _Reads(spark, 50)
+    key = shared_key("/lake", ["b", "a"], {"a": "fp-a", "b": "fp-b", "c": "fp-c"})
+    assert key == shared_key("/lake", ["a", "b"], {"a": "fp-a", "b": "fp-b"})  # the clusters asked for, in order
+    with _short_run(spark, True), stage_sharing():
+        with ShortRunInputs() as timelines:
+            first = timelines.shared(key, reads)
+            assert first.count() == 50 and first.is_cached and first.rdd.getNumPartitions() == 1
+        assert first.is_cached  # kept past its stage
+        with ShortRunInputs() as check:
+            taken = check.take(key, reads)
+            assert taken is first and reads.calls == 1
+        assert not first.is_cached and not base._SHARED  # released with the stage that took it
+
+
+def test_another_key_reads_again_and_releases_the_shared_one(spark):
+    reads = _Reads(spark, 20)
+    with _short_run(spark, True), stage_sharing():
+        with ShortRunInputs() as timelines:
+            first = timelines.shared(shared_key("/lake", ["a"], {"a": "fp-1"}), reads)
+        # bronze moved in between (another fingerprint): the check stage reads its own
+        with ShortRunInputs() as check:
+            taken = check.take(shared_key("/lake", ["a"], {"a": "fp-2"}), reads)
+            assert taken is not first and reads.calls == 2 and taken.is_cached
+            assert not first.is_cached
+        assert not taken.is_cached
+
+
+def test_a_run_that_stops_before_taking_releases_it(spark):
+    with _short_run(spark, True):
+        with stage_sharing():
+            with ShortRunInputs() as timelines:
+                first = timelines.shared(("/lake", ()), _Reads(spark, 5))
+                first.count()
+        assert not first.is_cached and not base._SHARED
+
+
+def test_elsewhere_nothing_is_cached_or_kept(spark):
+    reads = _Reads(spark, 5)
+    with _short_run(spark, False), stage_sharing():
+        with ShortRunInputs() as timelines:
+            first = timelines.shared(("/lake", ()), reads)
+            assert not first.is_cached and not base._SHARED
+        with ShortRunInputs() as check:
+            assert check.take(("/lake", ()), reads) is not first and reads.calls == 2
