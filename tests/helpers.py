@@ -5,6 +5,8 @@ from __future__ import annotations
 import hashlib
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from itertools import groupby
 from pathlib import Path
 
@@ -144,3 +146,16 @@ def child_env() -> dict[str, str]:
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     env["PYSPARK_PYTHON"] = sys.executable
     return env
+
+
+@contextmanager
+def short_run_session(spark: SparkSession, on: bool) -> Iterator[None]:
+    """The session as a short run that keeps one partition (``on``) or not, restored after."""
+    from epoch_audit.one_partition import ONE_PARTITION_INPUTS
+
+    before = spark.conf.get(ONE_PARTITION_INPUTS, "false")
+    spark.conf.set(ONE_PARTITION_INPUTS, "true" if on else "false")
+    try:
+        yield
+    finally:
+        spark.conf.set(ONE_PARTITION_INPUTS, before)

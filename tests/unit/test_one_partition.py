@@ -2,24 +2,11 @@
 
 from __future__ import annotations
 
-from contextlib import contextmanager
-
 from pyspark import StorageLevel
 from pyspark.sql import functions as F
 
 from epoch_audit import one_partition
-from epoch_audit.one_partition import ONE_PARTITION_INPUTS
-
-
-@contextmanager
-def _short_run(spark, on: bool):
-    """The session as a short run (``on``) or not, restored after."""
-    before = spark.conf.get(ONE_PARTITION_INPUTS, "false")
-    spark.conf.set(ONE_PARTITION_INPUTS, "true" if on else "false")
-    try:
-        yield
-    finally:
-        spark.conf.set(ONE_PARTITION_INPUTS, before)
+from tests.helpers import short_run_session
 
 
 def _inputs(spark):
@@ -49,11 +36,11 @@ def _shuffles(df) -> int:
 def test_short_run_plans_no_shuffle_and_the_answer_is_unchanged(spark):
     brokers, epochs = _inputs(spark)
     try:
-        with _short_run(spark, True):
+        with short_run_session(spark, True):
             short = _checks_like(brokers, epochs)
             assert _shuffles(short) == 0
             short_rows = sorted(short.collect())
-        with _short_run(spark, False):
+        with short_run_session(spark, False):
             plain = _checks_like(brokers, epochs)
             assert _shuffles(plain) > 0  # Spark's own plan: the join's sides and the union shuffled
             plain_rows = sorted(plain.collect())
@@ -84,7 +71,7 @@ def test_read_once_checkpoints_only_in_a_short_run(spark):
     ranked = epochs.withColumn("rank", F.row_number().over(Window.partitionBy("broker").orderBy("epoch")))
     expected = sorted(ranked.collect())
     for on in (True, False):
-        with _short_run(spark, on):
+        with short_run_session(spark, on):
             once = read_once(ranked)
             plan = once.join(brokers, "broker")._jdf.queryExecution().optimizedPlan().toString()
             assert ("Window" in plan) is not on

@@ -2,21 +2,9 @@
 
 from __future__ import annotations
 
-from contextlib import contextmanager
-
-from epoch_audit.one_partition import ONE_PARTITION_INPUTS
 from epoch_audit.stages import base
 from epoch_audit.stages.base import ShortRunInputs, shared_key, stage_sharing
-
-
-@contextmanager
-def _short_run(spark, on: bool):
-    before = spark.conf.get(ONE_PARTITION_INPUTS, "false")
-    spark.conf.set(ONE_PARTITION_INPUTS, "true" if on else "false")
-    try:
-        yield
-    finally:
-        spark.conf.set(ONE_PARTITION_INPUTS, before)
+from tests.helpers import short_run_session
 
 
 class _Reads:
@@ -34,7 +22,7 @@ def test_the_check_stage_takes_what_the_timelines_stage_read(spark):
     reads = _Reads(spark, 50)
     key = shared_key("/lake", ["b", "a"], {"a": "fp-a", "b": "fp-b", "c": "fp-c"})
     assert key == shared_key("/lake", ["a", "b"], {"a": "fp-a", "b": "fp-b"})  # the clusters asked for, in order
-    with _short_run(spark, True), stage_sharing():
+    with short_run_session(spark, True), stage_sharing():
         with ShortRunInputs() as timelines:
             first = timelines.shared(key, reads)
             assert first.count() == 50 and first.is_cached and first.rdd.getNumPartitions() == 1
@@ -47,7 +35,7 @@ def test_the_check_stage_takes_what_the_timelines_stage_read(spark):
 
 def test_another_key_reads_again_and_releases_the_shared_one(spark):
     reads = _Reads(spark, 20)
-    with _short_run(spark, True), stage_sharing():
+    with short_run_session(spark, True), stage_sharing():
         with ShortRunInputs() as timelines:
             first = timelines.shared(shared_key("/lake", ["a"], {"a": "fp-1"}), reads)
         # bronze moved in between (another fingerprint): the check stage reads its own
@@ -59,7 +47,7 @@ def test_another_key_reads_again_and_releases_the_shared_one(spark):
 
 
 def test_a_run_that_stops_before_taking_releases_it(spark):
-    with _short_run(spark, True):
+    with short_run_session(spark, True):
         with stage_sharing():
             with ShortRunInputs() as timelines:
                 first = timelines.shared(("/lake", ()), _Reads(spark, 5))
@@ -69,7 +57,7 @@ def test_a_run_that_stops_before_taking_releases_it(spark):
 
 def test_elsewhere_nothing_is_cached_or_kept(spark):
     reads = _Reads(spark, 5)
-    with _short_run(spark, False), stage_sharing():
+    with short_run_session(spark, False), stage_sharing():
         with ShortRunInputs() as timelines:
             first = timelines.shared(("/lake", ()), reads)
             assert not first.is_cached and not base._SHARED
