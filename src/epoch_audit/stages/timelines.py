@@ -39,19 +39,16 @@ def run_timelines(spark: SparkSession, storage: LakeStorage, config: AppConfig, 
 
 def rebuild_silver(
     storage: LakeStorage, config: AppConfig, dirty: list[str], all_clusters: list[str], inputs: ShortRunInputs,
-    fingerprints: dict[str, str] | None = None,
+    fingerprints: dict[str, str],
 ) -> list[str]:
     """Build every silver table of ``dirty`` from their state events and replace their rows; every
     cluster of ``all_clusters`` when a build changed a table's schema. Returns the clusters rebuilt.
-    With their ledger ``fingerprints`` the state events stay cached for the check stage of the run."""
+    In a short run their state events stay cached for the check stage (keyed by their ledger ``fingerprints``)."""
     builders = SILVER_TABLES
     cfg = check_config(config)
     # Silver never reads request-log traffic: state events only (a fraction of a busy cluster's).
     # The check stage reads the same state events again: a short run reads and caches them once.
-    if fingerprints is None:
-        events = inputs(read_state_events(storage, dirty))
-    else:
-        events = inputs.shared(shared_key(storage.lake, dirty, fingerprints), lambda: read_state_events(storage, dirty))
+    events = inputs.shared(shared_key(storage.lake, dirty, fingerprints), lambda: read_state_events(storage, dirty))
     workers = config.spark.concurrent_queries
     names = sorted(builders)
     # Built and written on concurrent threads (epoch_audit.spark.run_concurrently): the tables
