@@ -145,11 +145,11 @@ def valid_horizons(
     clusters: list[str],
     silver: dict[str, DataFrame],
     ctx_config: CheckConfig,
-    state: DataFrame | None = None,
+    state: DataFrame,
 ) -> dict[str, int]:
     """The stored horizons of ``clusters`` whose anchors are unchanged before the horizon (a late
     state file or a dump that changed an old epoch: the cluster is read whole this time).
-    ``state``: the state events of ``clusters`` when the caller read them already."""
+    ``state``: the state events of ``clusters`` (:func:`read_state_events`), as the caller read them."""
     if not supports_carry(storage):
         return {}
     stored = carried_horizons(storage, clusters)
@@ -159,8 +159,7 @@ def valid_horizons(
     hz = spark.createDataFrame([(c, stored[c][0]) for c in cands], "cluster_id string, h long").select(
         "cluster_id", F.timestamp_micros("h").alias("horizon")
     )
-    events = read_state_events(storage, cands) if state is None else state.where(F.col("cluster_id").isin(cands))
-    ctx = check_context(events, silver, ctx_config)
+    ctx = check_context(state.where(F.col("cluster_id").isin(cands)), silver, ctx_config)
     now = {r["cluster_id"]: r["fingerprint"] for r in anchor_fingerprints(ctx, hz).collect()}
     valid = {c: stored[c][0] for c in cands if now.get(c) == stored[c][1]}
     changed = sorted(set(cands) - set(valid))
