@@ -8,6 +8,7 @@ from epoch_audit_tools.reference_model import broker_views as model
 from epoch_audit.silver.broker_leader_epochs import broker_leader_epochs
 from epoch_audit.silver.produce_runs import produce_runs
 from epoch_audit.silver.replica_offsets import replica_offsets
+from epoch_audit.silver.tables import SILVER_TABLES, silver_builds
 from tests.builders.epoch_events import H, to_frames
 
 
@@ -85,3 +86,32 @@ def test_replica_offsets_series(views):
     # checkpoint copies ordered by suffix time, not file order of arrival
     hw = sorted((r for r in got if r["series"] == "hw_checkpoint"), key=lambda r: r["series_seq"])
     assert [r["value"] for r in hw] == [40, 44]
+
+
+def test_silver_builds_compute_produce_runs_once(views):
+    """The stage's builds equal the tables' own builders, and replica_offsets reads the one reused
+    produce_runs frame instead of deriving its runs again."""
+    h, events = views
+    reused = []
+
+    def cached_reads(df):
+        return df._jdf.queryExecution().optimizedPlan().toString().count("InMemoryRelation")
+
+    # before anything is cached (Spark's cache manager then substitutes the cached runs everywhere)
+    reads_alone = cached_reads(replica_offsets(events))
+
+    def reuse(df):
+        reused.append(df.cache())
+        return reused[-1]
+
+    builds = silver_builds(events, None, reuse)
+    assert sorted(builds) == sorted(SILVER_TABLES)
+    try:
+        for name, build in builds.items():
+            got = sorted(map(tuple, build().collect()), key=str)
+            assert got == sorted(map(tuple, SILVER_TABLES[name](events).collect()), key=str), name
+        assert cached_reads(builds["replica_offsets"]()) > reads_alone
+        assert builds["produce_runs"]() is reused[0]
+    finally:
+        for df in reused:
+            df.unpersist()

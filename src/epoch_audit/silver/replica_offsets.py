@@ -81,6 +81,11 @@ def _topic_id_asof(rows: DataFrame, events: DataFrame) -> DataFrame:
 
 
 def replica_offsets(events: DataFrame, config: object = None) -> DataFrame:
+    """:func:`replica_offsets_with_runs` over the produce runs of ``events``."""
+    return replica_offsets_with_runs(events, produce_runs(events, config))
+
+
+def replica_offsets_with_runs(events: DataFrame, runs: DataFrame) -> DataFrame:
     """Per (cluster, broker, topic, partition) the offsets a replica records, one ``series`` each
     (never mixed, spec ``high_watermark_regression`` / ``epoch_start_offset_divergence``):
 
@@ -98,6 +103,7 @@ def replica_offsets(events: DataFrame, config: object = None) -> DataFrame:
 
     ``series_seq`` numbers a broker's rows of one series in that series' order; ``tid`` is the
     topic id in force (own, else the host's last logged one), for the topic-id restart rule.
+    ``runs``: ``silver.produce_runs`` of the same events (:func:`epoch_audit.silver.produce_runs.produce_runs`).
     """
     event_type = F.col("event_type")
     own_broker = F.coalesce(F.col("broker_id"), F.col("host_id"))
@@ -170,7 +176,6 @@ def replica_offsets(events: DataFrame, config: object = None) -> DataFrame:
     ).filter(F.col("value").isNotNull())
     log_start = log_start.withColumn("series_seq", F.lit(None).cast("int"))
 
-    runs = produce_runs(events, config)
     first_runs = (
         runs.withColumn(
             "_r",

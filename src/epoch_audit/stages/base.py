@@ -80,6 +80,13 @@ class ShortRunInputs:
         self._held.append(held)
         return held
 
+    def reused(self, df: DataFrame) -> DataFrame:
+        """``df`` cached until this stage ends, in every run (not only a short one): a frame two of the
+        stage's queries read, small beside its inputs (``silver.produce_runs``)."""
+        held = df.persist(StorageLevel.MEMORY_AND_DISK)
+        self._held.append(held)
+        return held
+
     def shared(self, key: tuple, read: Callable[[], DataFrame]) -> DataFrame:
         """``read()`` as :meth:`__call__` gives it, kept cached past this stage for a later stage of the
         run that asks for the same ``key`` (:meth:`take`). One at a time: an older one is released."""

@@ -9,7 +9,7 @@ from pyspark.sql import SparkSession
 from epoch_audit.config import AppConfig
 from epoch_audit.lake.storage import LakeStorage
 from epoch_audit.lake.tables import EVENTS_TABLE, SILVER_STATE_TABLE, silver_table
-from epoch_audit.silver.tables import SILVER_TABLES
+from epoch_audit.silver.tables import SILVER_TABLES, silver_builds
 from epoch_audit.spark import run_concurrently
 from epoch_audit.stages.base import ShortRunInputs, StageResult, check_config, shared_key
 from epoch_audit.stages.carry import read_state_events
@@ -53,8 +53,8 @@ def rebuild_silver(
     names = sorted(builders)
     # Built and written on concurrent threads (epoch_audit.spark.run_concurrently): the tables
     # are independent, and on small data a table's time is mostly its driver-side planning.
-    built = dict(zip(names, run_concurrently([lambda n=n: builders[n](events, cfg) for n in names], workers),
-                     strict=True))
+    builds = silver_builds(events, cfg, inputs.reused)
+    built = dict(zip(names, run_concurrently([builds[n] for n in names], workers), strict=True))
     changed = [
         name for name, df in built.items()
         if storage.exists(silver_table(name)) and set(storage.columns(silver_table(name))) != set(df.columns)
@@ -63,9 +63,8 @@ def rebuild_silver(
         log.warning("silver schema changed (%s): rebuilding every cluster", ", ".join(changed))
         dirty = all_clusters
         events = inputs(read_state_events(storage, dirty))
-        run_concurrently(
-            [lambda n=n: storage.overwrite(silver_table(n), builders[n](events, cfg)) for n in names], workers
-        )
+        builds = silver_builds(events, cfg, inputs.reused)
+        run_concurrently([lambda n=n: storage.overwrite(silver_table(n), builds[n]()) for n in names], workers)
     else:
         run_concurrently(
             [lambda n=n: storage.replace_where(silver_table(n), built[n], "cluster_id", dirty) for n in names], workers
