@@ -56,8 +56,10 @@ Check = Callable[[CheckContext], DataFrame]
 class InvariantSpec:
     """One invariant: its id (the ``invariant`` value of its rows), default severity, the rule in
     one line, whether it reads request-log traffic, its check, its carry (traffic it still needs
-    from before a nightly run's horizon; None when it reads no traffic) and ``needs``: event types
-    of which the events must hold one for the check to find anything (empty: it may always)."""
+    from before a nightly run's horizon; None when it reads no traffic), ``needs``: event types
+    of which the events must hold one for the check to find anything (empty: it may always), and
+    ``asks``: event types whose absence (``CheckContext.absent_types``) lets the check leave out a part
+    of its work whose answer it already knows (its rows are the same either way)."""
 
     id: str
     severity: str
@@ -66,6 +68,7 @@ class InvariantSpec:
     check: Check
     carry: Check | None = None
     needs: tuple[str, ...] = ()
+    asks: tuple[str, ...] = ()
 
 
 REGISTRY: tuple[InvariantSpec, ...] = (
@@ -145,6 +148,7 @@ REGISTRY: tuple[InvariantSpec, ...] = (
         True,
         high_watermark_regression.check,
         high_watermark_regression.carry,
+        asks=high_watermark_regression.MAJORITY_LOSS_TYPES,
     ),
     InvariantSpec(
         "epoch_start_offset_divergence",

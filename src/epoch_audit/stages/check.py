@@ -83,9 +83,9 @@ def stage_violations(
 
 
 def absent_event_types(events: DataFrame, specs: tuple[InvariantSpec, ...]) -> frozenset[str]:
-    """The event types the ``needs`` of ``specs`` name that ``events`` hold none of: one small query
-    (at most one row a type named)."""
-    wanted = sorted({t for spec in specs for t in spec.needs})
+    """The event types the ``needs`` and ``asks`` of ``specs`` name that ``events`` hold none of: one
+    small query (at most one row a type named)."""
+    wanted = sorted({t for spec in specs for t in (*spec.needs, *spec.asks)})
     if not wanted:
         return frozenset()
     present = {r["event_type"] for r in events.where(F.col("event_type").isin(wanted)).select("event_type")

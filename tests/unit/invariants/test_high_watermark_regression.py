@@ -34,3 +34,24 @@ def test_hw_topic_id_change_restarts_series(results):
 def test_hw_redpanda_acks1_majority_loss_is_warning(results):
     r = one(results, "hw_redpanda_acks1_majority_loss", "high_watermark_regression")
     assert r["severity"] == "warning"
+
+
+def test_hw_check_told_no_step_down_skips_the_acks_search_with_the_same_rows(spark):
+    """Told that the events hold no Redpanda step-down (``asks``, as the check stage tells it), the
+    check leaves out the acks=0/1 search and finds the same rows; with a step-down it is not told."""
+    from epoch_audit.gold.context import check_context
+    from epoch_audit.gold.registry import REGISTRY, SPECS, violations_of
+    from epoch_audit.stages.check import absent_event_types
+    from tests.builders.epoch_events import H, to_frames
+    from tests.unit.invariants.cases_offsets import hw_leader_lines, hw_redpanda_acks1_majority_loss
+
+    spec = SPECS["high_watermark_regression"]
+    for build, told in ((hw_leader_lines, True), (hw_redpanda_acks1_majority_loss, False)):
+        h = H(build.__name__)
+        build(h)
+        events, _ = to_frames(spark, [h])
+        absent = absent_event_types(events, REGISTRY)
+        assert ("rp_step_down" in absent) is told
+        got = violations_of(spec, check_context(events, absent_types=absent)).collect()
+        assert sorted(map(tuple, got)) == sorted(map(tuple, violations_of(spec, check_context(events)).collect()))
+        assert len(got) == 1 and got[0]["severity"] == ("error" if told else "warning")
