@@ -52,7 +52,8 @@ def rebuild_silver(
     workers = config.spark.concurrent_queries
     names = sorted(builders)
     # Built and written on concurrent threads (epoch_audit.spark.run_concurrently): the tables
-    # are independent, and on small data a table's time is mostly its driver-side planning.
+    # are independent (replica_offsets reads the cached runs of produce_runs), and on small data a
+    # table's time is mostly its driver-side planning.
     builds = silver_builds(events, cfg, inputs.reused)
     built = dict(zip(names, run_concurrently([builds[n] for n in names], workers), strict=True))
     changed = [
