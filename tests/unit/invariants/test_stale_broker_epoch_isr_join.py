@@ -77,3 +77,35 @@ def test_carry_without_partition_records_skips_only_the_probes(spark):
             .collect()}
     assert told == whole
     assert {r["event_type"] for r in rows if r["event_id"] in whole} >= {"request_fetch"}
+
+
+def test_check_and_carry_share_one_probe_computation(spark, monkeypatch):
+    """The check and its carry read the joins' fetch probes and the caught-up fetches: one context
+    builds each once (``CheckContext.shared``), and the answers are those of a context that builds
+    them anew for every reader."""
+    from epoch_audit.gold.analysis import isr_joins as analysis
+    from epoch_audit.gold.context import CheckConfig, check_context
+    from epoch_audit.gold.invariants.stale_broker_epoch_isr_join import carry, check
+    from tests.builders.controller_events import to_df
+    from tests.builders.silver import TIMELINE_TABLES
+    from tests.unit.invariants.cases_isr import SCENARIOS
+
+    events = to_df(spark, [r for h in SCENARIOS.values() for r in h.rows])
+    silver = {name: TIMELINE_TABLES[name](events, CheckConfig()).localCheckpoint()
+              for name in ("partition_timeline", "broker_registrations")}
+    built = []
+    probes, fetches = analysis.fetch_probes, analysis.caught_up_fetches
+    monkeypatch.setattr(analysis, "fetch_probes", lambda *a: built.append("probes") or probes(*a))
+    monkeypatch.setattr(analysis, "caught_up_fetches", lambda *a: built.append("fetches") or fetches(*a))
+
+    ctx = check_context(events, silver)
+    found = sorted(map(tuple, check(ctx).collect()))
+    kept = {r["event_id"] for r in carry(ctx).collect()}
+    assert sorted(built) == ["fetches", "probes"]
+    assert found and kept
+
+    fresh = check_context(events, silver)  # a context whose every reader builds its own analysis
+    object.__setattr__(fresh, "shared", lambda build: build(fresh))
+    assert sorted(map(tuple, check(fresh).collect())) == found
+    assert {r["event_id"] for r in carry(fresh).collect()} == kept
+    assert built.count("probes") == 3  # the check once, the carry once: the sharing was real

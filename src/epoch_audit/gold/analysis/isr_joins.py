@@ -9,7 +9,8 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from epoch_audit.gold.analysis.kraft_state import INF, holds_at_some_commit
+from epoch_audit.gold.analysis.kraft_state import INF, holds_at_some_commit, kraft_timeline_and_registrations
+from epoch_audit.gold.context import CheckContext
 
 
 def isr_joins(timeline: DataFrame, registrations: DataFrame) -> DataFrame:
@@ -141,17 +142,16 @@ def _topic_keys(topic_id: str, topic: str) -> Column:
     return F.filter(keys, lambda k: k.isNotNull())
 
 
-def last_caught_up_fetches(candidates: DataFrame, fetches: DataFrame, skew_s: float) -> DataFrame:
-    """Per ISR join (``_join_id``, replica): the replica's last caught-up fetch to the leader for
-    the partition at or before the commit (``_F``: struct of time, event id, replica epoch),
-    whether a caught-up fetch of the new incarnation came before the commit (``_has_new``), and
-    whether one came by the commit time plus the skew tolerance (``_has_new_skew``: the fetch is on
-    the leader's clock, the commit on the controller's, so such a fetch may really precede it).
-    The topic matches by id or by name (:func:`fetch_probes`); joins with no fetch before the
-    commit get no row.
+def last_caught_up_fetches(probes: DataFrame, skew_s: float) -> DataFrame:
+    """Per ISR join (``_join_id``, replica) of ``probes`` (:func:`fetch_probes`): the replica's last
+    caught-up fetch to the leader for the partition at or before the commit (``_F``: struct of time,
+    event id, replica epoch), whether a caught-up fetch of the new incarnation came before the commit
+    (``_has_new``), and whether one came by the commit time plus the skew tolerance (``_has_new_skew``:
+    the fetch is on the leader's clock, the commit on the controller's, so such a fetch may really
+    precede it). The topic matches by id or by name (:func:`fetch_probes`); joins with no fetch before
+    the commit get no row.
     """
     skew = F.expr(f"make_interval(0,0,0,0,0,0,{skew_s})")
-    probes = fetch_probes(candidates, fetches, skew_s)
     # new incarnation: a fetch with the registered epoch, or one without an epoch timed more than
     # the skew after the registration
     has_new = F.col("_S").isNotNull() | F.coalesce(F.col("_N.f_time") > F.col("_treg") + skew, F.lit(False))
@@ -170,6 +170,30 @@ def last_caught_up_fetches(candidates: DataFrame, fetches: DataFrame, skew_s: fl
         )
     )
     return per_join.where(F.col("_F").isNotNull())
+
+
+def joins_of(ctx: CheckContext) -> DataFrame:
+    """The KRaft ISR joins of ``ctx`` (:func:`isr_joins`), ``_join_id`` = the joining row's event id."""
+    timeline, registrations = kraft_timeline_and_registrations(ctx)
+    return isr_joins(timeline, registrations).withColumn("_join_id", F.col("event_id"))
+
+
+def probed_joins(joins: DataFrame) -> DataFrame:
+    """The joins rule 2 can ask about: the replica's registration and the commit are timed."""
+    return joins.where(F.col("registered_at_time").isNotNull() & F.col("event_time").isNotNull())
+
+
+def caught_up_fetches_of(ctx: CheckContext) -> DataFrame:
+    """:func:`caught_up_fetches` of ``ctx.events`` (read by the ISR check's probes and by its carry)."""
+    return caught_up_fetches(ctx.events)
+
+
+def join_probes(ctx: CheckContext) -> DataFrame:
+    """:func:`fetch_probes` of every probed join (:func:`probed_joins`): what the ISR check reads for
+    rule 2 and what its carry keeps the picked fetches of (one computation for both, ``ctx.shared``).
+    Probes of different joins never meet, so the check's answers are those of its own candidates."""
+    joins = probed_joins(ctx.shared(joins_of))
+    return fetch_probes(joins, ctx.shared(caught_up_fetches_of), ctx.config.max_clock_skew_ms / 1000.0)
 
 
 FETCH_KEY = ("cluster_id", "broker_id", "replica_id", "partition", "_topic_key")

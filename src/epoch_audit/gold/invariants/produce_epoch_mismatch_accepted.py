@@ -20,8 +20,9 @@ from epoch_audit.silver.event_fields import is_ok
 INVARIANT = "produce_epoch_mismatch_accepted"
 
 
-def _mismatched_produces(ctx: CheckContext) -> DataFrame:
-    """OK produces whose stated epoch differs from the epoch the broker held (``expected``)."""
+def mismatched_produces(ctx: CheckContext) -> DataFrame:
+    """OK produces whose stated epoch differs from the epoch the broker held (``expected``): what the
+    check reports and its carry keeps (``ctx.shared``: one sort of every produce for both)."""
     produces = (
         ctx.events.filter((F.col("event_type") == "request_produce") & is_ok(F.col("error")))
         .filter(F.col("leader_epoch").isNotNull() & (F.col("leader_epoch") >= 0))
@@ -68,12 +69,12 @@ def carry(ctx: CheckContext) -> DataFrame:
     """Traffic (event_id) the check still needs from before a nightly run's horizon
     (``epoch_audit.gold.carry``): the mismatched produces it reports (each stands on its own line and
     the broker's held epochs, which are state)."""
-    return _mismatched_produces(ctx).select("event_id")
+    return ctx.shared(mismatched_produces).select("event_id")
 
 
 def check(ctx: CheckContext) -> DataFrame:
     """One row per accepted produce whose epoch differs from the leader's."""
-    mismatched = _mismatched_produces(ctx)
+    mismatched = ctx.shared(mismatched_produces)
     held_id = F.when(F.col("current_leader_epoch").isNull(), F.col("last_h.id"))
     return to_check(
         mismatched,

@@ -27,13 +27,13 @@ from pyspark.sql import functions as F
 
 from epoch_audit.contracts.violations import CHECK_COLUMNS
 from epoch_audit.gold.analysis.isr_joins import (
-    caught_up_fetches,
-    fetch_probes,
-    isr_joins,
+    caught_up_fetches_of,
+    join_probes,
+    joins_of,
     last_caught_up_fetches,
     last_high_watermark_fetches,
+    probed_joins,
 )
-from epoch_audit.gold.analysis.kraft_state import kraft_timeline_and_registrations
 from epoch_audit.gold.analysis.violation_rows import registry_severity
 from epoch_audit.gold.context import CheckContext
 from epoch_audit.one_partition import read_once
@@ -50,8 +50,8 @@ def carry(ctx: CheckContext) -> DataFrame:
     replica, partition, topic, replica epoch) the last caught-up fetch, for joins still to come;
     per (leader, replica, partition) the last fetch whose response named a high watermark (what an
     omitted partition's is filled from); per broker its last request-log line (``l_last``: the
-    leader kept logging)."""
-    fetches = caught_up_fetches(ctx.events)
+    leader kept logging). The fetches and the probes are the check's own (``ctx.shared``)."""
+    fetches = ctx.shared(caught_up_fetches_of)
     last_fetches = fetches.groupBy(
         "f_cluster", "f_leader", "f_replica", "f_partition", "f_topic", "f_topic_id", "f_be"
     ).agg(F.max(F.struct("f_time", "f_event_id")).alias("_m"))
@@ -68,10 +68,7 @@ def carry(ctx: CheckContext) -> DataFrame:
     # Without partition records there is no join, so no probe picks a fetch (the probes window
     # every caught-up fetch all the same: skipped).
     if not set(KRAFT_PARTITION_TYPES) <= ctx.absent_types:
-        timeline, registrations = kraft_timeline_and_registrations(ctx)
-        joins = isr_joins(timeline, registrations).withColumn("_join_id", F.col("event_id"))
-        candidates = joins.where(F.col("registered_at_time").isNotNull() & F.col("event_time").isNotNull())
-        probes = fetch_probes(candidates, fetches, ctx.config.max_clock_skew_ms / 1000.0)
+        probes = ctx.shared(join_probes)
         picked = probes.select(F.explode(F.array("_F.f_event_id", "_S.f_event_id", "_N.f_event_id")).alias("event_id"))
         ids = picked.unionByName(ids)
     return ids.where(F.col("event_id").isNotNull()).distinct()
@@ -139,12 +136,12 @@ def _stale_catch_up_joins(ctx: CheckContext, joins: DataFrame, accepted: DataFra
     caught-up partition out of both the request and the response). -1 is "not checked": rule 2 decides.
     """
     skew_s = ctx.config.max_clock_skew_ms / 1000.0
-    fetches = caught_up_fetches(ctx.events)
     vouched = accepted.where((F.col("_req_be") != -1) & (F.col("_req_be") == F.col("registered_be")))
-    candidates = joins.where(F.col("registered_at_time").isNotNull() & F.col("event_time").isNotNull()).join(
+    candidates = probed_joins(joins).join(
         vouched.select("_join_id", "replica").distinct(), ["_join_id", "replica"], "left_anti"
     )
-    last_fetch = last_caught_up_fetches(candidates, fetches, skew_s)
+    # every probed join's fetches (shared with the carry); the inner join below keeps the candidates'
+    last_fetch = last_caught_up_fetches(ctx.shared(join_probes), skew_s)
     leader_logs = (
         ctx.events.where(F.col("log_kind") == "request")
         .groupBy(F.col("cluster_id").alias("l_cluster"), F.col("broker_id").alias("l_broker"))
@@ -191,8 +188,7 @@ def _stale_catch_up_joins(ctx: CheckContext, joins: DataFrame, accepted: DataFra
 
 def check(ctx: CheckContext) -> DataFrame:
     """One row per ISR join that stands on a previous incarnation's evidence (rule 1 preferred)."""
-    timeline, registrations = kraft_timeline_and_registrations(ctx)
-    joins = isr_joins(timeline, registrations).withColumn("_join_id", F.col("event_id"))
+    joins = ctx.shared(joins_of)  # read by both rules, rule 2 five times
     cols = [
         "cluster_id",
         "topic",
@@ -206,7 +202,6 @@ def check(ctx: CheckContext) -> DataFrame:
         "_ev",
         "_expl",
     ]
-    joins = read_once(joins)  # read by both rules, rule 2 five times
     accepted = read_once(_accepted_alter_partitions(ctx, joins))
     both = _epoch_mismatch_joins(accepted).select(*cols).unionByName(
         _stale_catch_up_joins(ctx, joins, accepted).select(*cols)

@@ -21,7 +21,6 @@ from pyspark.sql import functions as F
 from epoch_audit.gold.analysis.leadership import epoch_leaders, fence_markers
 from epoch_audit.gold.analysis.violation_rows import PARTITION_KEY, micros, to_check
 from epoch_audit.gold.context import CheckContext
-from epoch_audit.one_partition import read_once
 from epoch_audit.silver.event_fields import is_ok
 
 INVARIANT = "write_accepted_by_fenced_leader"
@@ -174,11 +173,20 @@ def leadership_markers(timeline: DataFrame) -> DataFrame:
     return lead.unionByName(move).filter(F.col("event_time").isNotNull())
 
 
-def _after_marks(ctx: CheckContext) -> tuple[DataFrame, DataFrame]:
-    """The time rule's candidates, before its exemptions: OK produces B answered for P after the
-    last leadership marker of (P, B) moved P away from B, with that marker as ``last_m`` and the
-    first lead of (P, B) at or after the produce as ``next_lead``; and OK produces after the last
-    fence marker of B fenced it (:func:`_after_fences`).
+def _ok_produces(ctx: CheckContext) -> DataFrame:
+    """The timed PRODUCE answers without an error, ``broker_id`` the answering broker."""
+    return (
+        ctx.events.filter((F.col("event_type") == "request_produce") & is_ok(F.col("error")))
+        .filter(F.col("event_time").isNotNull() & F.col("topic").isNotNull())
+        .withColumn("broker_id", F.coalesce("host_id", "broker_id"))
+    )
+
+
+def after_moves(ctx: CheckContext) -> DataFrame:
+    """The time rule's candidates after a move, before its exemptions: OK produces B answered for P
+    after the last leadership marker of (P, B) moved P away from B, with that marker as ``last_m``
+    and the first lead of (P, B) at or after the produce as ``next_lead``. Read by the check and by
+    its carry (``ctx.shared``: computed once for both).
 
     Markers in controller order (time, then decision), joined as spans (:func:`_in_span_of`):
     sorting every produce of a moved broker with the markers, forwards for the last marker and
@@ -187,35 +195,34 @@ def _after_marks(ctx: CheckContext) -> tuple[DataFrame, DataFrame]:
     them back)."""
     timeline = ctx.silver["partition_timeline"]
     marks = leadership_markers(timeline)
-    produces = (
-        ctx.events.filter((F.col("event_type") == "request_produce") & is_ok(F.col("error")))
-        .filter(F.col("event_time").isNotNull() & F.col("topic").isNotNull())
-        .withColumn("broker_id", F.coalesce("host_id", "broker_id"))
-    )
     key = [*PARTITION_KEY, "broker_id"]
     move_fields = ("kind", "event_time", "event_id", "held_le", "new_le", "new_leader")
-    after_moves = _in_span_of(produces, marks, key, "decision_seq", "move", move_fields)
+    moved = _in_span_of(_ok_produces(ctx), marks, key, "decision_seq", "move", move_fields)
     # The first lead at or after each such produce: the candidates are few (none in a healthy cluster).
     leads = marks.where(F.col("kind") == "lead").select(
         *[F.col(c).alias(f"_l_{c}") for c in key], F.col("event_time").alias("_lead_time")
     )
     lead_after = [F.col(c) == F.col(f"_l_{c}") for c in key] + [F.col("_lead_time") >= F.col("event_time")]
-    after_moves = (
-        after_moves.join(leads, lead_after, "left")
+    return (
+        moved.join(leads, lead_after, "left")
         .groupBy(*key, "event_time", "event_id", "last_m")
         .agg(F.min("_lead_time").alias("next_lead"))
     )
-    return after_moves, _after_fences(ctx, produces)
 
 
-def _after_fences(ctx: CheckContext, produces: DataFrame) -> DataFrame:
+def after_fences(ctx: CheckContext) -> DataFrame:
     """OK produces of B after the last fence marker of B (in the metadata log's order) fenced it,
-    with that marker as ``last_m``. Joined as spans (:func:`_in_span_of`): sorting the produces with
-    the markers in one window per broker made a window group of every produce the broker answered
-    (about a million rows at 10^7 lines)."""
+    with that marker as ``last_m`` (the check's and the carry's, ``ctx.shared``). Joined as spans
+    (:func:`_in_span_of`): sorting the produces with the markers in one window per broker made a
+    window group of every produce the broker answered (about a million rows at 10^7 lines)."""
     fences = fence_markers(ctx.events)
     return _in_span_of(
-        produces, fences, ["cluster_id", "broker_id"], "metadata_offset", "fence", ("kind", "event_time", "event_id")
+        _ok_produces(ctx),
+        fences,
+        ["cluster_id", "broker_id"],
+        "metadata_offset",
+        "fence",
+        ("kind", "event_time", "event_id"),
     )
 
 
@@ -248,8 +255,8 @@ def carry(ctx: CheckContext) -> DataFrame:
     """Traffic (event_id) the time rule still needs from before a nightly run's horizon
     (``epoch_audit.gold.carry``): every produce it reads as a candidate, before its exemptions (a lead
     within the tolerance, B's own later leader line) and grouping. A healthy cluster has none."""
-    after_moves, after_fences = _after_marks(ctx)
-    return after_moves.select("event_id").unionByName(after_fences.select("event_id")).distinct()
+    moved, fenced = ctx.shared(after_moves), ctx.shared(after_fences)
+    return moved.select("event_id").unionByName(fenced.select("event_id")).distinct()
 
 
 def _time_rule(ctx: CheckContext) -> DataFrame:
@@ -261,14 +268,14 @@ def _time_rule(ctx: CheckContext) -> DataFrame:
     within the tolerance after t; else suspected. One row per (partition, broker, move / fence
     record)."""
     skew_us = int(ctx.config.max_clock_skew_ms) * 1000
-    after_moves, after_fences = _after_marks(ctx)
-    after_moves = read_once(after_moves)  # the candidates, and the ids the fence rows leave out
+    # the candidates, and the ids the fence rows leave out (kept: the carry reads them too)
+    moved, fenced = ctx.shared(after_moves), ctx.shared(after_fences)
     key = [*PARTITION_KEY, "broker_id"]
     gap = micros(F.col("event_time")) - micros(F.col("last_m.event_time"))
     near_lead = F.col("next_lead").isNotNull() & (
         micros(F.col("next_lead")) - micros(F.col("event_time")) <= F.lit(skew_us)
     )
-    moves = after_moves.select(
+    moves = moved.select(
         *key,
         F.col("event_id").alias("prod_id"),
         F.col("event_time").alias("prod_time"),
@@ -304,7 +311,7 @@ def _time_rule(ctx: CheckContext) -> DataFrame:
     ).drop("mark_time")
 
     fence_gap = micros(F.col("event_time")) - micros(F.col("last_m.event_time"))
-    fence_rows = after_fences.join(moved_ids, "event_id", "left_anti").select(
+    fence_rows = fenced.join(moved_ids, "event_id", "left_anti").select(
         *key,
         F.col("event_id").alias("prod_id"),
         F.col("event_time").alias("prod_time"),
