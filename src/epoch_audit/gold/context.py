@@ -33,15 +33,12 @@ class CheckConfig:
 class CheckContext:
     """Bronze events plus the silver tables built from them, and the rule parameters (read-only).
     ``absent_types``: event types known to be missing from ``events`` (the check stage asks for the
-    ones the registry's ``needs`` name); empty when not asked. ``keep``: how :meth:`shared` keeps an
-    analysis that several checks and carries read (default :func:`epoch_audit.one_partition.read_once`;
-    the check stage persists it until the stage ends)."""
+    ones the registry's ``needs`` name); empty when not asked."""
 
     events: DataFrame
     silver: Mapping[str, DataFrame] = field(default_factory=dict)
     config: CheckConfig = field(default_factory=CheckConfig)
     absent_types: frozenset[str] = frozenset()
-    keep: Callable[[DataFrame], DataFrame] = field(default=read_once, compare=False, repr=False)
     _analyses: dict = field(default_factory=dict, init=False, compare=False, repr=False)
     _locks: dict = field(default_factory=dict, init=False, compare=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, compare=False, repr=False)
@@ -57,12 +54,15 @@ class CheckContext:
         """``build(self)``, built and kept once for every check and carry that asks this context for it:
         an analysis (Jepsen's "built once") that a check and its carry, or two checks, both read — so a
         nightly run computes the ISR joins' fetch probes once, not once for the check and again for its
-        carry. The same rows as ``build(self)``; checks run two at a time, so the first asker builds it."""
+        carry. The same rows as ``build(self)``, kept as :func:`epoch_audit.one_partition.read_once` keeps a
+        check's shared subtree (a short run's local checkpoint; a long run's plain frame, whose
+        exchanges Spark shares within a query: persisting it measured no faster at 10^6). Checks run
+        two at a time, so the first asker builds it."""
         with self._lock:  # one lock per analysis: a short run's checkpoint of one holds no other
             lock = self._locks.setdefault(build, threading.Lock())
         with lock:
             if build not in self._analyses:
-                self._analyses[build] = self.keep(build(self))
+                self._analyses[build] = read_once(build(self))
             return self._analyses[build]
 
 
@@ -71,7 +71,6 @@ def check_context(
     silver: Mapping[str, DataFrame] | None = None,
     config: CheckConfig | None = None,
     absent_types: frozenset[str] = frozenset(),
-    keep: Callable[[DataFrame], DataFrame] | None = None,
 ) -> CheckContext:
     """A context holding every silver table: the ones given, the others built from ``events``.
 
@@ -84,5 +83,4 @@ def check_context(
         if name not in tables:
             built = build(events, config)
             tables[name] = built if name in TIMELINE_TABLES else built.cache()
-    kept = {} if keep is None else {"keep": keep}
-    return CheckContext(events=events, silver=tables, config=config, absent_types=absent_types, **kept)
+    return CheckContext(events=events, silver=tables, config=config, absent_types=absent_types)

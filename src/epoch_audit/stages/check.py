@@ -208,9 +208,6 @@ def run_checks(
             events = state if traffic is None else state.unionByName(inputs(traffic))
             # Every silver table once (the ones not in silver/ built from the events), shared by all checks.
             absent = absent_event_types(events, REGISTRY)
-            # An analysis a check and its carry both read (ctx.shared) is kept as read_once keeps it: a
-            # short run checkpoints it once; a long run shares its exchanges within a query (persisting
-            # it there measured no faster at 10^6, and a 1 GB heap at 10^7 holds no more than it must).
             ctx = check_context(events, silver, check_config(config), absent)
             specs = runnable_checks(REGISTRY, absent)
             not_run = [spec.id for spec in REGISTRY if spec not in specs]
