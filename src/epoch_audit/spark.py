@@ -261,6 +261,8 @@ def get_spark(
         conf = dict(LOCAL_DEFAULTS)
         conf["spark.driver.memory"] = driver_memory
         conf["spark.pyspark.python"] = sys.executable
+        if workers_import_this_package():
+            conf["spark.python.daemon.module"] = "epoch_audit.worker_daemon"
         java_options = [f"-Dlog4j2.configurationFile={LOG4J2_CONF.as_uri()}"] if LOG4J2_CONF.is_file() else []
         if not local_server and "PYSPARK_GATEWAY_PORT" not in os.environ:
             # the JVM we launch (spark-submit's own is running already) maps the class archive,
@@ -298,6 +300,20 @@ def get_spark(
             class_archive.rename_when_written(getattr(jvm, "pid", None), archive_tmp, archive)
     ship_imported_wheel(spark)
     return spark
+
+
+def workers_import_this_package(package: str = "epoch_audit") -> bool:
+    """Whether Python workers this interpreter starts import ``package`` as the driver does: from a
+    directory on the interpreter's own path (installed, editable) or on ``PYTHONPATH``, not from a
+    wheel only the driver's path holds (spark-submit ``--py-files``) or from the script's directory."""
+    spec = importlib.util.find_spec(package)
+    origin = getattr(spec, "origin", None) if spec is not None else None
+    if not origin or not os.path.isfile(origin):
+        return False
+    root = os.path.dirname(os.path.dirname(os.path.realpath(origin)))
+    # sys.path[0] is the driver's script directory (or its working directory): a worker's is not
+    entries = [*sys.path[1:], *os.environ.get("PYTHONPATH", "").split(os.pathsep)]
+    return root in {os.path.realpath(p) for p in entries if p}
 
 
 def imported_wheel(package: str = "epoch_audit") -> str | None:
