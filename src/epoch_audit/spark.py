@@ -95,6 +95,9 @@ SHORT_RUN_CONF: dict[str, str] = {
     "spark.sql.optimizer.disableHints": "true",
     # A broadcast is a job of its own; over one-partition inputs a sort-merge join needs no shuffle.
     "spark.sql.autoBroadcastJoinThreshold": "-1",
+    # Reading more than 32 files (a Delta table of a few dozen) listed them in a Spark job of its own
+    # (0.3 s each, three a run over data/samples); a short run's few local files list in microseconds.
+    "spark.sql.sources.parallelPartitionDiscovery.threshold": str(2**31 - 1),
 }
 
 
