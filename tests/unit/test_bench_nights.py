@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 
 import pytest
-from epoch_audit_tools.bench_nights import add_arguments, run, scaled_config, slope
+from epoch_audit_tools.bench_nights import add_arguments, run, scaled_config, slope, stage_figures
 
 from epoch_audit.config import load_config
 
@@ -35,3 +35,9 @@ def test_fewer_than_two_nights_is_refused(capsys):
     add_arguments(parser)
     assert run(parser.parse_args(["--nights", "1"])) == 2
     assert "--nights" in capsys.readouterr().err
+
+
+def test_a_nights_log_line_keeps_its_stage_figures():
+    night = {"stages": {"ingest": 12.34, "check": 40.0, "report": None}, "carry_write_seconds": 4.26}
+    assert stage_figures(night) == "stages (s): ingest 12.3, check 40.0, carry write 4.3"
+    assert stage_figures({"stages": {}}) == "stages (s): none"

@@ -126,6 +126,15 @@ def _night_figures(summary: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def stage_figures(night: dict[str, Any]) -> str:
+    """A night's stage seconds and carry write as one log phrase: a bench stopped before its JSON is
+    written keeps them on stderr."""
+    parts = [f"{name} {seconds:.1f}" for name, seconds in night.get("stages", {}).items() if seconds is not None]
+    if night.get("carry_write_seconds") is not None:
+        parts.append(f"carry write {night['carry_write_seconds']:.1f}")
+    return "stages (s): " + (", ".join(parts) if parts else "none")
+
+
 def gold_rows(lake: Path) -> list[str]:
     """gold/violations as sorted JSON rows, without the columns naming a run."""
     from deltalake import DeltaTable
@@ -163,8 +172,8 @@ def run_nights(corpus: Path, start: dt.datetime, args: argparse.Namespace, work:
                                                "--run-id", f"maintain-{k:02d}"])
             night["maintain"] = {"wall_seconds": round(m_wall, 3), "exit_code": m_code, "error": m_error or None}
         nights.append(night)
-        log.info("bench-nights: night %d/%d %s: %.1f s, exit %d, %s files, %s new violations", k, args.nights,
-                 date, wall, code, delivered, night["new_violations"])
+        log.info("bench-nights: night %d/%d %s: %.1f s, exit %d, %s files, %s new violations; %s", k, args.nights,
+                 date, wall, code, delivered, night["new_violations"], stage_figures(night))
     walls = [n["wall_seconds"] for n in nights]
     result: dict[str, Any] = {
         "nights": nights,
