@@ -42,11 +42,7 @@ def _is_pyspark_lib_zip(entry: str) -> bool:
 
 
 def main() -> None:
-    sys.path[:] = without_pyspark_zips(sys.path)
-    # Workers forked by the daemon inherit this path; the ones it spawns get it from PYTHONPATH.
-    os.environ["PYTHONPATH"] = os.pathsep.join(
-        without_pyspark_zips(os.environ.get("PYTHONPATH", "").split(os.pathsep))
-    )
+    sys.path[:] = without_pyspark_zips(sys.path)  # the workers it forks inherit it
     from pyspark import daemon
 
     daemon.manager()
