@@ -98,17 +98,6 @@ SHORT_RUN_CONF: dict[str, str] = {
     # Reading more than 32 files (a Delta table of a few dozen) listed them in a Spark job of its own
     # (0.3 s each, three a run over data/samples); a short run's few local files list in microseconds.
     "spark.sql.sources.parallelPartitionDiscovery.threshold": str(2**31 - 1),
-    # Optimizer rules that cost a short run's planning time and change almost nothing in its plans
-    # (RuleExecutor metrics over data/samples: PruneFilters 0.8 s for 3 effective runs of 245, ...);
-    # each rule only rewrites a plan into an equivalent one, so results are the same without them.
-    # Rule time of the timelines + check stages 17.0 → 13.1 s (docs/performance.md).
-    "spark.sql.optimizer.excludedRules": ",".join(
-        f"org.apache.spark.sql.catalyst.optimizer.{rule}"
-        for rule in (
-            "PruneFilters", "RemoveRedundantAliases", "FoldablePropagation", "InferFiltersFromConstraints",
-            "InjectRuntimeFilter", "MergeScalarSubqueries",
-        )
-    ),
 }
 
 
