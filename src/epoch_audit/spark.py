@@ -98,6 +98,11 @@ SHORT_RUN_CONF: dict[str, str] = {
     # Reading more than 32 files (a Delta table of a few dozen) listed them in a Spark job of its own
     # (0.3 s each, three a run over data/samples); a short run's few local files list in microseconds.
     "spark.sql.sources.parallelPartitionDiscovery.threshold": str(2**31 - 1),
+    # upper() / lower() (request-log error names, Redpanda flags) go through ICU by default, and ICU's
+    # first call initialises CollationAwareUTF8String, which title-cases a table of code points: about
+    # a second of one task, while the other tasks that reach upper() wait for the class. The JVM's case
+    # mappings are the same for the ASCII these columns hold.
+    "spark.sql.icu.caseMappings.enabled": "false",
 }
 
 

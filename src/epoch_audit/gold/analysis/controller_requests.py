@@ -19,6 +19,7 @@ from pyspark.sql import functions as F
 
 from epoch_audit.contracts.ordering import with_own_order
 from epoch_audit.gold.analysis.keys import with_keys_of
+from epoch_audit.gold.context import CheckContext
 from epoch_audit.silver.event_fields import is_no_error
 
 STOP_EVIDENCE = ("fetcher_removed", "log_deletion_scheduled", "log_deleted")
@@ -130,3 +131,9 @@ def acceptances(events: DataFrame, kind: str) -> DataFrame:
             "evidence",
         )
     )
+
+
+def stop_replica_acceptances(ctx: CheckContext) -> DataFrame:
+    """The accepted StopReplica partition states of ``ctx.events`` (:func:`acceptances`), for
+    ``ctx.shared``: both checks that read them get one computation."""
+    return acceptances(ctx.events, "stop")

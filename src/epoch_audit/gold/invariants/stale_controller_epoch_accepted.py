@@ -19,7 +19,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from epoch_audit.contracts.violations import CHECK_COLUMNS
-from epoch_audit.gold.analysis.controller_requests import acceptances
+from epoch_audit.gold.analysis.controller_requests import acceptances, stop_replica_acceptances
 from epoch_audit.gold.analysis.violation_rows import registry_severity
 from epoch_audit.gold.context import CheckContext
 
@@ -32,7 +32,7 @@ def check(ctx: CheckContext) -> DataFrame:
         F.col("event_id").alias("first_event_id"), "prior_max_controller_epoch", "prior_max_event_id"
     )
     units = (
-        acceptances(ctx.events, "stop")
+        ctx.shared(stop_replica_acceptances)  # stale_stop_replica_accepted's too
         .withColumn("_what", F.lit("StopReplica"))
         .unionByName(acceptances(ctx.events, "lair").withColumn("_what", F.lit("LeaderAndIsr")))
     )

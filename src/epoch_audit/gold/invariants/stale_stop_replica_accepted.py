@@ -18,11 +18,10 @@ from pyspark.sql import functions as F
 
 from epoch_audit.contracts.ordering import with_own_order
 from epoch_audit.contracts.violations import CHECK_COLUMNS
-from epoch_audit.gold.analysis.controller_requests import BECOME, PARTITION_KEY, acceptances, own_position
+from epoch_audit.gold.analysis.controller_requests import BECOME, PARTITION_KEY, own_position, stop_replica_acceptances
 from epoch_audit.gold.analysis.keys import with_keys_of
 from epoch_audit.gold.analysis.violation_rows import registry_severity
 from epoch_audit.gold.context import CheckContext
-from epoch_audit.one_partition import read_once
 from epoch_audit.silver.event_fields import is_no_error
 
 INVARIANT = "stale_stop_replica_accepted"
@@ -30,7 +29,7 @@ INVARIANT = "stale_stop_replica_accepted"
 
 def check(ctx: CheckContext) -> DataFrame:
     """One row per accepted StopReplica partition state below the broker's current LE."""
-    stops = read_once(acceptances(ctx.events, "stop"))  # read three times below
+    stops = ctx.shared(stop_replica_acceptances)  # read three times below, and by stale_controller_epoch_accepted
     ordered = with_own_order(ctx.events, (*BECOME, "request_leader_and_isr")).withColumn("_pos", own_position())
     key = PARTITION_KEY
     states = ordered.where(
