@@ -40,15 +40,14 @@ def committed_metadata_records(events: DataFrame, types: tuple[str, ...]) -> Dat
     # the records of its batch at the same offset), if the record is not past the batch's end.
     md = md.withColumn("_pos", F.col("metadata_offset"))
     rec = asof_last(md, batches, ["cluster_id"], [F.col("_pos")], ["_b_last"])
-    rec = rec.withColumn(
-        "_batch_commit",
-        F.when(F.col("_b_last") >= F.col("metadata_offset"), F.col("_b_last")).otherwise(F.col("metadata_offset")),
+    batch_commit = F.when(F.col("_b_last") >= F.col("metadata_offset"), F.col("_b_last")).otherwise(
+        F.col("metadata_offset")
     )
 
     # Transactions: the last marker at or before the record, the first marker after it.
     marker = F.when(
         F.col("event_type").isin(*KRAFT_TXN_TYPES),
-        F.struct(F.col("event_type").alias("t"), F.col("_batch_commit").alias("c")),
+        F.struct(F.col("event_type").alias("t"), batch_commit.alias("c")),
     )
     w_before = (
         Window.partitionBy("cluster_id")
@@ -61,20 +60,18 @@ def committed_metadata_records(events: DataFrame, types: tuple[str, ...]) -> Dat
         .orderBy(F.col("metadata_offset").desc())
         .rowsBetween(Window.unboundedPreceding, -1)
     )
-    rec = rec.withColumn("_prev_m", F.last(marker, ignorenulls=True).over(w_before)).withColumn(
-        "_next_m", F.last(marker, ignorenulls=True).over(w_after)
-    )
+    # Few DataFrame steps: each one re-analyses the whole plan (a short run's cost is its planning).
+    rec = rec.withColumns({
+        "_batch_commit": batch_commit,
+        "_prev_m": F.last(marker, ignorenulls=True).over(w_before),
+        "_next_m": F.last(marker, ignorenulls=True).over(w_after),
+    })
     in_txn = F.coalesce(F.col("_prev_m.t") == "md_begin_transaction", F.lit(False))
     committed_txn = F.coalesce(F.col("_next_m.t") == "md_end_transaction", F.lit(False))
-    rec = (
-        rec.where(~F.col("event_type").isin(*KRAFT_TXN_TYPES))
-        .where(~in_txn | committed_txn)
-        .withColumn(
-            "commit_offset",
-            F.when(in_txn, F.col("_next_m.c")).otherwise(F.col("_batch_commit")),
-        )
+    kept = [c for c in rec.columns if c not in ("_pos", "_b_last", "_batch_commit", "_prev_m", "_next_m")]
+    return rec.where(~F.col("event_type").isin(*KRAFT_TXN_TYPES) & (~in_txn | committed_txn)).select(
+        *kept, F.when(in_txn, F.col("_next_m.c")).otherwise(F.col("_batch_commit")).alias("commit_offset")
     )
-    return rec.drop("_pos", "_b_last", "_batch_commit", "_prev_m", "_next_m")
 
 
 def snapshot_records(events: DataFrame, types: tuple[str, ...]) -> DataFrame:
@@ -153,12 +150,12 @@ def with_covered_interval(rows: DataFrame, covered: DataFrame, pos: Column, slac
     batch headers gets 0 (one interval: assumed contiguous). A broadcast join on the cluster.
     """
     ivs = covered.withColumnRenamed("cluster_id", "_cov_cluster")
-    rows = rows.join(F.broadcast(ivs), rows["cluster_id"].eqNullSafe(ivs["_cov_cluster"]), "left")
+    joined = rows.join(F.broadcast(ivs), rows["cluster_id"].eqNullSafe(ivs["_cov_cluster"]), "left")
     hit = F.array_max(
         F.transform(F.col("_cov_ivs"), lambda iv: F.when((iv["s"] - slack <= pos) & (pos <= iv["e"]), iv["s"]))
     )
     cov = F.when(F.col("_cov_ivs").isNull(), F.lit(0).cast("long")).otherwise(F.coalesce(hit, -2 - pos))
-    return rows.withColumn("_cov", cov).drop("_cov_cluster", "_cov_ivs")
+    return joined.select(*[c for c in rows.columns if c != "_cov"], cov.alias("_cov"))
 
 
 def with_hole_after(rows: DataFrame, covered: DataFrame, commit: Column) -> DataFrame:
@@ -172,14 +169,14 @@ def with_hole_after(rows: DataFrame, covered: DataFrame, commit: Column) -> Data
     right before the interval its log resumes at). A broadcast join on the cluster.
     """
     ivs = covered.withColumnRenamed("cluster_id", "_hole_cluster")
-    rows = rows.join(F.broadcast(ivs), rows["cluster_id"].eqNullSafe(ivs["_hole_cluster"]), "left")
+    joined = rows.join(F.broadcast(ivs), rows["cluster_id"].eqNullSafe(ivs["_hole_cluster"]), "left")
     end = F.array_max(
         F.transform(F.col("_cov_ivs"), lambda iv: F.when((iv["s"] - 1 <= commit) & (commit <= iv["e"]), iv["e"]))
     )
     last = F.array_max(F.transform(F.col("_cov_ivs"), lambda iv: iv["e"]))
     # Outside every interval (a snapshot whose end offset no dump shows): the hole starts right after.
     hole = F.when(end.isNotNull(), F.when(end < last, end + 1)).when(commit < last, commit + 1)
-    return rows.withColumn("_hole", hole).drop("_hole_cluster", "_cov_ivs")
+    return joined.select(*[c for c in rows.columns if c != "_hole"], hole.alias("_hole"))
 
 
 def with_snapshot_bases(
@@ -221,7 +218,7 @@ def with_snapshot_bases(
     rows = rows.withColumn("_first_log", F.min(F.when(~is_snap, F.col("_pos"))).over(w_key))
     before = is_snap & (F.col("_first_log").isNull() | (F.col("_snap_pos") < F.col("_first_log")))
     start_rank = F.when(before, F.struct((-F.col("_snap_pos")).alias("a"), F.col("event_id").alias("b")))
-    rows = rows.withColumn("_start_rank", start_rank).withColumn("_best_start", F.min("_start_rank").over(w_key))
+    rows = rows.withColumns({"_start_rank": start_rank, "_best_start": F.min(start_rank).over(w_key)})
     # Snapshots below the starting one say nothing the starting one does not.
     rows = rows.where(~before | (F.col("_start_rank") == F.col("_best_start"))).withColumn(
         "_cand", is_snap & ~before
@@ -237,20 +234,21 @@ def with_snapshot_bases(
         .rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
     )
     cand_rank = F.when(F.col("_cand"), F.struct(F.col("_pos").alias("a"), F.col("event_id").alias("b")))
-    rows = (
-        rows.withColumn("_seg_full", F.max(full.cast("int")).over(w_seg))
-        .withColumn("_cand_rank", cand_rank)
-        .withColumn("_best_cand", F.min("_cand_rank").over(w_seg))
-    )
+    rows = rows.withColumns({
+        "_seg_full": F.max(full.cast("int")).over(w_seg),
+        "_cand_rank": cand_rank,
+        "_best_cand": F.min(cand_rank).over(w_seg),
+    })
     serves = F.col("_cand") & (F.col("_cand_rank") == F.col("_best_cand")) & (F.col("_seg_full") == 0)
     rows = rows.withColumn(
         "_snap",
         F.max(F.when(serves, F.struct(F.col("_snap_pos").alias("pos"), *[F.col(f) for f in fields]))).over(w_seg),
     )
-    rows = rows.where(~F.col("_cand")).withColumn(
-        "commit_offset", F.when(is_snap, F.col("_pos")).otherwise(F.col("commit_offset"))
-    )
-    return rows.drop(
+    dropped = {
         "_snap_pos", "_is_snap", "_first_log", "_start_rank", "_best_start", "_cand", "_cov", "_seg_full",
-        "_cand_rank", "_best_cand",
+        "_cand_rank", "_best_cand", "commit_offset",
+    }
+    return rows.where(~F.col("_cand")).select(
+        *[c for c in rows.columns if c not in dropped],
+        F.when(is_snap, F.col("_pos")).otherwise(F.col("commit_offset")).alias("commit_offset"),
     )

@@ -100,15 +100,16 @@ def _kraft_decisions(events: DataFrame) -> DataFrame:
         .rowsBetween(Window.unboundedPreceding, Window.currentRow)
     )
     w_seg_all = Window.partitionBy(*key, "_seg")
-    recs = recs.withColumn("_le_bumps", F.sum(leader_set.cast("int")).over(w_seg)).withColumn(
-        "_pe_bumps", F.sum((~is_full).cast("int")).over(w_seg)
+    recs = recs.withColumns(
+        {"_le_bumps": F.sum(leader_set.cast("int")).over(w_seg), "_pe_bumps": F.sum((~is_full).cast("int")).over(w_seg)}
     )
     # A segment without a full record (the log's start, or after a hole) that a snapshot serves
     # (``_snap``, only there): the bumps up to the snapshot's offset are counted back from it.
     at_snap = F.col("_pos") <= F.col("_snap.pos")
-    recs = recs.withColumn("_le_at_snap", F.max(F.when(at_snap, F.col("_le_bumps"))).over(w_seg_all)).withColumn(
-        "_pe_at_snap", F.max(F.when(at_snap, F.col("_pe_bumps"))).over(w_seg_all)
-    )
+    recs = recs.withColumns({
+        "_le_at_snap": F.max(F.when(at_snap, F.col("_le_bumps"))).over(w_seg_all),
+        "_pe_at_snap": F.max(F.when(at_snap, F.col("_pe_bumps"))).over(w_seg_all),
+    })
     base_le = F.coalesce(
         F.first(F.when(is_full, F.col("leader_epoch")), ignorenulls=True).over(w_seg),
         F.col("_snap.leader_epoch") - F.coalesce("_le_at_snap", F.lit(0)),
@@ -144,10 +145,8 @@ def _kraft_decisions(events: DataFrame) -> DataFrame:
         "event_id",
         "commit_offset",
     )
-    out = out.join(F.broadcast(topics), ["cluster_id", "topic_id"], "left").withColumn(
-        "topic", F.coalesce("_topic_name", "topic")
-    )
-    return out.drop("_topic_name")
+    named = out.join(F.broadcast(topics), ["cluster_id", "topic_id"], "left")
+    return named.select(*[F.coalesce("_topic_name", "topic").alias(c) if c == "topic" else c for c in out.columns])
 
 
 def with_log_controller_epoch(own: DataFrame, events: DataFrame) -> DataFrame:
@@ -322,23 +321,22 @@ def partition_timeline(events: DataFrame, config: object = None) -> DataFrame:
     """
     del config  # no rule parameter shapes the timeline
     allrows = _kraft_decisions(events).unionByName(_zk_decisions(events)).unionByName(_redpanda_decisions(events))
-    key = ["cluster_id", "topic", "partition", "topic_id", "source_family"]
-    allrows = allrows.withColumn(
-        "source_family",
-        F.when(F.col("source").startswith("zk"), F.lit("zk")).otherwise(F.col("source")),
-    )
-    w = Window.partitionBy(*key).orderBy("decision_seq")
+    # A partition's decisions of one source family (ZK's two sources are one order), by decision_seq.
+    family = F.when(F.col("source").startswith("zk"), F.lit("zk")).otherwise(F.col("source"))
+    w = Window.partitionBy("cluster_id", "topic", "partition", "topic_id", family).orderBy("decision_seq")
     prev_leader = F.lag("leader").over(w)
     first = F.lag("decision_seq").over(w).isNull()
     # A removed topic's partitions hold no state after the removal's commit point.
     removed = F.when(F.col("_removed_at") >= F.col("commit_offset"), F.col("_removed_at"))
     # ... and none past a hole in the dumped metadata log (a change there may have replaced it).
+    derived = {
+        "is_leader_change": first | ~prev_leader.eqNullSafe(F.col("leader")),
+        "next_commit_offset": F.least(F.lead("commit_offset").over(w), removed, F.col("_hole")),
+    }
     return (
         with_hole_after(allrows, covered_intervals(events), F.col("commit_offset"))
-        .withColumn("is_leader_change", first | ~prev_leader.eqNullSafe(F.col("leader")))
         .join(F.broadcast(topic_removals(events)), ["cluster_id", "topic_id"], "left")
-        .withColumn("next_commit_offset", F.least(F.lead("commit_offset").over(w), removed, F.col("_hole")))
-        .select(*TIMELINE_COLUMNS)
+        .select(*[derived.get(c, F.col(c)).alias(c) for c in TIMELINE_COLUMNS])
     )
 
 
