@@ -71,6 +71,6 @@ def asof_last(probes: DataFrame, marks: DataFrame, by: list[str], order: list[Co
         marks.withColumn(is_probe, F.lit(0)), allowMissingColumns=True
     )
     upto = Window.partitionBy(*by).orderBy(*order, is_probe).rowsBetween(Window.unboundedPreceding, Window.currentRow)
-    for value in values:
-        both = both.withColumn(value, F.last(value, ignorenulls=True).over(upto))
-    return both.where(F.col(is_probe) == 1).drop(is_probe)
+    # one step for every value (each DataFrame step re-analyses the plan)
+    both = both.withColumns({value: F.last(value, ignorenulls=True).over(upto) for value in values})
+    return both.where(F.col(is_probe) == 1).select(*[c for c in both.columns if c != is_probe])

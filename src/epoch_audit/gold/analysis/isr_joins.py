@@ -28,8 +28,10 @@ def isr_joins(timeline: DataFrame, registrations: DataFrame) -> DataFrame:
     # the dumped log, and the join (or a leave and rejoin) happened somewhere inside it, unseen.
     joins = (
         timeline.where(holds_at_some_commit(""))
-        .withColumn("_prev_isr", F.lag("isr").over(by_decision))
-        .withColumn("_prev_end", F.lag("next_commit_offset").over(by_decision))
+        .withColumns({
+            "_prev_isr": F.lag("isr").over(by_decision),
+            "_prev_end": F.lag("next_commit_offset").over(by_decision),
+        })
         .where(
             F.col("_prev_isr").isNotNull() & F.col("isr").isNotNull() & (F.col("_prev_end") == F.col("commit_offset"))
         )

@@ -87,8 +87,7 @@ def reference_starts(ctx: CheckContext) -> DataFrame:
     )
     ref = F.coalesce("ln", "cp", "maj")
     return (
-        candidates.withColumn("r", ref)
-        .withColumn("ref_source", source)
+        candidates.withColumns({"r": ref, "ref_source": source})
         .filter(F.col("r").isNotNull())
         .select(
             *epoch_key,
@@ -226,9 +225,10 @@ def _same_offset_rule(ctx: CheckContext, refs: DataFrame) -> DataFrame:
         .when(F.col("ce").isNotNull() & (right_epoch == F.col("ce")) & (left_epoch != F.col("ce")), False)
         .otherwise(right_epoch < left_epoch)
     )
-    pairs = pairs.withColumn("fl", F.when(flag_y, F.col("ry")).otherwise(F.col("rx"))).withColumn(
-        "ot", F.when(flag_y, F.col("rx")).otherwise(F.col("ry"))
-    )
+    pairs = pairs.withColumns({
+        "fl": F.when(flag_y, F.col("ry")).otherwise(F.col("rx")),
+        "ot": F.when(flag_y, F.col("rx")).otherwise(F.col("ry")),
+    })
     per_replica = pairs.groupBy(
         *PARTITION_KEY, F.col("fl.broker_id").alias("broker_id"), F.col("fl.leader_epoch").alias("leader_epoch")
     ).agg(

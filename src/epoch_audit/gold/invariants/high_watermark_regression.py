@@ -62,12 +62,14 @@ def check(ctx: CheckContext) -> DataFrame:
     recorded = ctx.silver["replica_offsets"].filter(F.col("series").isin(*HW_SERIES))
     in_series = Window.partitionBy("cluster_id", "broker_id", "topic", "partition", "series").orderBy("series_seq")
     regressions = (
-        recorded.withColumn("p_value", F.lag("value").over(in_series))
-        .withColumn("p_tid", F.lag("tid").over(in_series))
-        .withColumn("p_id", F.lag("event_id").over(in_series))
-        .withColumn("p_le", F.lag("leader_epoch").over(in_series))
-        .filter(F.col("p_value").isNotNull() & (F.col("value") < F.col("p_value")))
-        .filter(~(F.col("p_tid").isNotNull() & F.col("tid").isNotNull() & (F.col("p_tid") != F.col("tid"))))
+        recorded.withColumns({
+            f"p_{name}": F.lag(column).over(in_series)
+            for name, column in (("value", "value"), ("tid", "tid"), ("id", "event_id"), ("le", "leader_epoch"))
+        })
+        .filter(
+            F.col("p_value").isNotNull() & (F.col("value") < F.col("p_value"))
+            & ~(F.col("p_tid").isNotNull() & F.col("tid").isNotNull() & (F.col("p_tid") != F.col("tid")))
+        )
     )
     if set(MAJORITY_LOSS_TYPES) <= ctx.absent_types:
         # No step-down, no expected regression: the acks=0/1 search through every produce's raw

@@ -26,12 +26,14 @@ def _broker_regressions(ctx: CheckContext) -> DataFrame:
     held = ctx.silver["broker_leader_epochs"].filter(F.col("row_kind") == "epoch")
     in_own_order = Window.partitionBy(*key).orderBy("seq")
     regressions = (
-        held.withColumn("p_le", F.lag("leader_epoch").over(in_own_order))
-        .withColumn("p_tid", F.lag("tid").over(in_own_order))
-        .withColumn("p_id", F.lag("event_id").over(in_own_order))
-        .withColumn("p_type", F.lag("event_type").over(in_own_order))
-        .filter(F.col("p_le").isNotNull() & (F.col("leader_epoch") < F.col("p_le")))
-        .filter(~(F.col("p_tid").isNotNull() & F.col("tid").isNotNull() & (F.col("p_tid") != F.col("tid"))))
+        held.withColumns({
+            f"p_{name}": F.lag(column).over(in_own_order)
+            for name, column in (("le", "leader_epoch"), ("tid", "tid"), ("id", "event_id"), ("type", "event_type"))
+        })
+        .filter(
+            F.col("p_le").isNotNull() & (F.col("leader_epoch") < F.col("p_le"))
+            & ~(F.col("p_tid").isNotNull() & F.col("tid").isNotNull() & (F.col("p_tid") != F.col("tid")))
+        )
     )
     return to_check(
         regressions,
@@ -64,9 +66,10 @@ def _timeline_regressions(ctx: CheckContext) -> DataFrame:
     by_decision = Window.partitionBy(*key).orderBy("decision_seq")
     regressions = (
         timeline.filter(F.col("is_leader_change"))
-        .withColumn("p_le", F.lag("leader_epoch").over(by_decision))
-        .withColumn("p_id", F.lag("event_id").over(by_decision))
-        .withColumn("p_leader", F.lag("leader").over(by_decision))
+        .withColumns({
+            f"p_{name}": F.lag(column).over(by_decision)
+            for name, column in (("le", "leader_epoch"), ("id", "event_id"), ("leader", "leader"))
+        })
         .filter(F.col("p_le").isNotNull() & (F.col("leader_epoch") < F.col("p_le")))
     )
     return to_check(

@@ -43,8 +43,7 @@ def _claimant_pairs(ctx: CheckContext) -> DataFrame:
     claim_key = [*PARTITION_KEY, "leader_epoch", "claimant"]
     broker_claims = (
         held.filter(F.col("is_claim"))
-        .withColumn("claimant", F.col("broker_id"))
-        .withColumn("k", _own_key())
+        .withColumns({"claimant": F.col("broker_id"), "k": _own_key()})
         .groupBy(*claim_key)
         .agg(
             F.min("k").alias("bk_key"),
@@ -67,27 +66,24 @@ def _claimant_pairs(ctx: CheckContext) -> DataFrame:
     )
     claims = broker_claims.join(timeline_claims, claim_key, "full")
     use_timeline = F.col("bk_time").isNull() | (F.col("tl_time").isNotNull() & (F.col("tl_time") <= F.col("bk_time")))
-    claims = claims.withColumn("time", F.least("tl_time", "bk_time")).withColumn(
-        "event", F.when(use_timeline, F.coalesce("tl_event", "bk_event")).otherwise(F.col("bk_event"))
-    )
+    claims = claims.withColumns({
+        "time": F.least("tl_time", "bk_time"),
+        "event": F.when(use_timeline, F.coalesce("tl_event", "bk_event")).otherwise(F.col("bk_event")),
+    })
     # Topic incarnation of each claim ("" = unknown and ambiguous: pairs only with its like).
     per_epoch = Window.partitionBy(*PARTITION_KEY, "leader_epoch")
     topic_id = F.coalesce("tl_tid", "bk_tid")
-    claims = (
-        claims.withColumn("_tid", topic_id)
-        .withColumn("_ntid", F.size(F.collect_set("_tid").over(per_epoch)))
-        .withColumn(
-            "grp",
-            F.coalesce(F.col("_tid"), F.when(F.col("_ntid") == 1, F.max("_tid").over(per_epoch)), F.lit("")),
-        )
+    topic_ids = F.size(F.collect_set(topic_id).over(per_epoch))
+    claims = claims.withColumn(
+        "grp", F.coalesce(topic_id, F.when(topic_ids == 1, F.max(topic_id).over(per_epoch)), F.lit(""))
     )
     per_group = Window.partitionBy(*PARTITION_KEY, "leader_epoch", "grp")
-    claims = claims.withColumn(
-        "rk",
-        F.row_number().over(
+    claims = claims.withColumns({
+        "rk": F.row_number().over(
             per_group.orderBy(F.col("tl_seq").asc_nulls_last(), F.col("time").asc_nulls_last(), "claimant")
         ),
-    ).withColumn("n", F.count(F.lit(1)).over(per_group))
+        "n": F.count(F.lit(1)).over(per_group),
+    })
     claimant = F.struct("claimant", "tl_seq", "time", "event", "bk_key")
     return (
         claims.filter((F.col("n") >= 2) & (F.col("rk") <= 2))
