@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, WindowSpec
 from pyspark.sql import functions as F
 
 from epoch_audit.contracts.violations import CHECK_COLUMNS, CHECK_SCHEMA
 
 PARTITION_KEY = ["cluster_id", "topic", "partition"]
+
+
+def backward_steps(rows: DataFrame, in_order: WindowSpec, value: str, previous: dict[str, str]) -> DataFrame:
+    """The rows of ``rows`` whose ``value`` is below the previous row's in ``in_order``, each with the
+    previous row's columns: ``p_<name>`` for every {name: column} of ``previous`` (which names
+    ``value`` and ``tid``). A step between two topic incarnations (both topic ids known, different:
+    a deleted and recreated topic restarts its epochs and offsets) is none."""
+    prev = rows.withColumns({f"p_{name}": F.lag(column).over(in_order) for name, column in previous.items()})
+    p_value = F.col(f"p_{next(n for n, c in previous.items() if c == value)}")
+    other_topic = F.col("p_tid").isNotNull() & F.col("tid").isNotNull() & (F.col("p_tid") != F.col("tid"))
+    return prev.filter(p_value.isNotNull() & (F.col(value) < p_value) & ~other_topic)
 
 
 def micros(time: Column) -> Column:

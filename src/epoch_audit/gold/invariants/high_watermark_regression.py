@@ -16,7 +16,7 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from epoch_audit.gold.analysis.high_watermarks import HW_SERIES
-from epoch_audit.gold.analysis.violation_rows import PARTITION_KEY, to_check
+from epoch_audit.gold.analysis.violation_rows import PARTITION_KEY, backward_steps, to_check
 from epoch_audit.gold.context import CheckContext
 
 INVARIANT = "high_watermark_regression"
@@ -61,15 +61,8 @@ def check(ctx: CheckContext) -> DataFrame:
     """One row per backward step of a broker's HW series."""
     recorded = ctx.silver["replica_offsets"].filter(F.col("series").isin(*HW_SERIES))
     in_series = Window.partitionBy("cluster_id", "broker_id", "topic", "partition", "series").orderBy("series_seq")
-    regressions = (
-        recorded.withColumns({
-            f"p_{name}": F.lag(column).over(in_series)
-            for name, column in (("value", "value"), ("tid", "tid"), ("id", "event_id"), ("le", "leader_epoch"))
-        })
-        .filter(
-            F.col("p_value").isNotNull() & (F.col("value") < F.col("p_value"))
-            & ~(F.col("p_tid").isNotNull() & F.col("tid").isNotNull() & (F.col("p_tid") != F.col("tid")))
-        )
+    regressions = backward_steps(
+        recorded, in_series, "value", {"value": "value", "tid": "tid", "id": "event_id", "le": "leader_epoch"}
     )
     if set(MAJORITY_LOSS_TYPES) <= ctx.absent_types:
         # No step-down, no expected regression: the acks=0/1 search through every produce's raw

@@ -15,7 +15,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from epoch_audit.gold.analysis.violation_rows import PARTITION_KEY, to_check
+from epoch_audit.gold.analysis.violation_rows import PARTITION_KEY, backward_steps, to_check
 from epoch_audit.gold.context import CheckContext
 
 INVARIANT = "leader_epoch_regression"
@@ -25,15 +25,8 @@ def _broker_regressions(ctx: CheckContext) -> DataFrame:
     key = ["cluster_id", "broker_id", "topic", "partition", "gen"]
     held = ctx.silver["broker_leader_epochs"].filter(F.col("row_kind") == "epoch")
     in_own_order = Window.partitionBy(*key).orderBy("seq")
-    regressions = (
-        held.withColumns({
-            f"p_{name}": F.lag(column).over(in_own_order)
-            for name, column in (("le", "leader_epoch"), ("tid", "tid"), ("id", "event_id"), ("type", "event_type"))
-        })
-        .filter(
-            F.col("p_le").isNotNull() & (F.col("leader_epoch") < F.col("p_le"))
-            & ~(F.col("p_tid").isNotNull() & F.col("tid").isNotNull() & (F.col("p_tid") != F.col("tid")))
-        )
+    regressions = backward_steps(
+        held, in_own_order, "leader_epoch", {"le": "leader_epoch", "tid": "tid", "id": "event_id", "type": "event_type"}
     )
     return to_check(
         regressions,
