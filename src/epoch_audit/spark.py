@@ -10,8 +10,9 @@ import os
 import shutil
 import sys
 import tempfile
+import time
 import zipimport
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
@@ -400,3 +401,28 @@ def run_concurrently(tasks: Sequence[Callable[[], T]], workers: int) -> list[T]:
     if errors:
         raise errors[0]
     return [f.result() for f in futures]
+
+
+def run_longest_first(
+    tasks: Mapping[str, Callable[[], T]], workers: int, expected: Mapping[str, float] | None = None
+) -> tuple[dict[str, T], dict[str, float]]:
+    """Each named task's result and wall seconds, run as :func:`run_concurrently` runs them, the
+    longest first by ``expected`` seconds (a task without a figure keeps its place after those
+    with one): with a few threads, a long query started last runs alone while the other threads
+    idle, so the longest go first (Graham's LPT order). ``expected``: an earlier run's seconds."""
+    known = expected or {}
+    place = {name: i for i, name in enumerate(tasks)}
+    order = sorted(tasks, key=lambda n: (n not in known, -known.get(n, 0.0), place[n]))
+    seconds: dict[str, float] = {}
+
+    def timed(name: str) -> Callable[[], T]:
+        def run() -> T:
+            started = time.perf_counter()
+            try:
+                return tasks[name]()
+            finally:
+                seconds[name] = round(time.perf_counter() - started, 3)
+        return run
+
+    results = run_concurrently([timed(n) for n in order], workers)
+    return dict(zip(order, results, strict=True)), {n: seconds[n] for n in order if n in seconds}

@@ -13,15 +13,19 @@ exact for the bronze it was taken from.
   traffic.
 - The check stage reads, per cluster with a valid carry, its state events, its traffic from the
   horizon on and its carried events (:func:`read_check_traffic`); the others whole. In a short run
-  it takes the state events the timelines stage read and cached (``epoch_audit.stages.base``). After gold is
-  written it takes the new carry from what it read (:func:`write_carries`).
+  it takes the state events the timelines stage read and cached (``epoch_audit.stages.base``). Before
+  its checks run it plans the new carry from what it read (:func:`plan_carries`), its queries run
+  beside the checks (:func:`carry_tasks`), and after gold is written it stores it (:func:`write_carries`).
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import logging
-from functools import reduce
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from functools import partial, reduce
+from typing import Any
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -168,21 +172,62 @@ def valid_horizons(
     return valid
 
 
-def stage_carried_ids(ctx: CheckContext, specs: tuple[InvariantSpec, ...], staged: str, workers: int) -> DataFrame:
-    """Each check's carried event ids (its ``carry``), written as Parquet under ``staged`` by up to
-    ``workers`` queries at once, read back as one frame. One query per check, not one over their
-    union: each plan stays small, as the checks' own (``stage_violations``)."""
-    from epoch_audit.spark import run_concurrently
+@dataclass(frozen=True)
+class CarryPlan:
+    """A run's next carry, decided before its checks run: each checked cluster's next horizon
+    (epoch microseconds) and whether traffic lies before one (only then do the checks' carried
+    ids matter: a carry holds traffic before its horizon and nothing else)."""
 
-    def stage(spec: InvariantSpec) -> str:
+    horizons: dict[str, int]
+    holds_traffic: bool
+
+    def frame(self, spark: SparkSession) -> DataFrame:
+        """(cluster_id, horizon) of the planned horizons."""
+        return spark.createDataFrame(sorted(self.horizons.items()), "cluster_id string, h long").select(
+            "cluster_id", F.timestamp_micros("h").alias("horizon")
+        )
+
+
+def plan_carries(ctx: CheckContext, clusters: list[str], previous: dict[str, int], lag_minutes: int) -> CarryPlan:
+    """The next carry of ``clusters`` from what this run read (``ctx``): one small query. A carried
+    horizon never moves back (the carry before it holds less than an earlier horizon needs)."""
+    spans = next_horizons(ctx.events, lag_minutes).select(
+        "cluster_id", F.unix_micros("horizon").alias("h"), F.unix_micros("first_traffic").alias("first")
+    ).collect()  # one row per cluster
+    first = {r["cluster_id"]: r["first"] for r in spans}
+    horizons = {r["cluster_id"]: max(r["h"], previous.get(r["cluster_id"], r["h"])) for r in spans
+                if r["cluster_id"] in clusters}
+    return CarryPlan(horizons, any(first[c] < h for c, h in horizons.items()))
+
+
+FINGERPRINTS_TASK = "carry_fingerprints"
+IDS_TASK = "carry_ids:"  # + the check's id
+
+
+def carry_tasks(
+    ctx: CheckContext, specs: tuple[InvariantSpec, ...], plan: CarryPlan, staged: str
+) -> dict[str, Callable[[], Any]]:
+    """The queries the carry of ``plan`` needs before its write, named, to run beside the checks
+    (``epoch_audit.spark.run_longest_first``): the anchor fingerprints at the new horizons, and,
+    when the carry holds traffic, each carrying check's ids (its ``carry``) staged as Parquet under
+    ``staged``, one query per check as the checks' own (each plan stays small). None without a
+    horizon: the carry is its markers alone, and the (large) plans are neither built nor run."""
+    if not plan.horizons:
+        return {}
+    spark = ctx.events.sparkSession
+
+    def fingerprints() -> dict[str, str]:
+        return {r["cluster_id"]: r["fingerprint"] for r in anchor_fingerprints(ctx, plan.frame(spark)).collect()}
+
+    def stage_ids(spec: InvariantSpec) -> str:
         path = f"{staged}/{spec.id}"
         spec.carry(ctx).select("event_id").write.mode("overwrite").parquet(path)
         return path
 
-    carrying = [spec for spec in specs if spec.carry is not None]
-    if not carrying:
-        return ctx.events.sparkSession.createDataFrame([], "event_id string")
-    return ctx.events.sparkSession.read.parquet(*run_concurrently([lambda s=s: stage(s) for s in carrying], workers))
+    tasks: dict[str, Callable[[], Any]] = {FINGERPRINTS_TASK: fingerprints}
+    if plan.holds_traffic:
+        tasks.update({IDS_TASK + spec.id: partial(stage_ids, spec) for spec in specs if spec.carry is not None})
+    return tasks
 
 
 def write_carries(
@@ -191,40 +236,25 @@ def write_carries(
     ctx: CheckContext,
     specs: tuple[InvariantSpec, ...],
     clusters: list[str],
-    previous: dict[str, int],
-    lag_minutes: int,
-    staged: str,
-    workers: int = 1,
+    plan: CarryPlan,
+    done: Mapping[str, Any],
 ) -> dict[str, str]:
-    """Take each cluster's new carry from what this run read (``ctx``) and store it, replacing the
-    clusters' old carries in one commit; return {cluster: new horizon (ISO, UTC)}. A carried horizon
-    never moves back (the carry before it holds less than an earlier horizon needs). The checks'
-    carried ids are staged under ``staged`` (:func:`stage_carried_ids`)."""
-    spans = next_horizons(ctx.events, lag_minutes).select(
-        "cluster_id", F.unix_micros("horizon").alias("h"), F.unix_micros("first_traffic").alias("first")
-    ).collect()  # one row per cluster
-    found = {r["cluster_id"]: r["h"] for r in spans}
-    first = {r["cluster_id"]: r["first"] for r in spans}
-    horizons = {c: max(h, previous.get(c, h)) for c, h in found.items() if c in clusters}
+    """Store the carry of ``plan`` (taken from what this run read, ``ctx``), replacing the
+    ``clusters``' old carries in one commit; return {cluster: new horizon (ISO, UTC)}. ``done``: the
+    results of :func:`carry_tasks` (the fingerprints and the staged ids' paths)."""
     schema_cols = storage.columns(EVENTS_TABLE)
-    # Traffic before a horizon is all a carry can hold: without any, the carried rows are none,
-    # and their (large) plan, every check's carry, is neither built nor run.
-    if horizons:
-        hz = spark.createDataFrame(sorted(horizons.items()), "cluster_id string, h long").select(
-            "cluster_id", F.timestamp_micros("h").alias("horizon")
-        )
-        fps = {r["cluster_id"]: r["fingerprint"] for r in anchor_fingerprints(ctx, hz).collect()}
-    else:
-        fps = {}
-    if any(first[c] < h for c, h in horizons.items()):
-        ids = stage_carried_ids(ctx, specs, staged, workers)
+    fps: dict[str, str] = done.get(FINGERPRINTS_TASK, {})
+    if plan.holds_traffic:
+        paths = [done[IDS_TASK + spec.id] for spec in specs if spec.carry is not None]
+        ids = spark.read.parquet(*paths) if paths else spark.createDataFrame([], "event_id string")
+        hz = plan.frame(spark)
         rows = carried_events(ctx, specs, hz, ids).select(*schema_cols)
         rows = rows.join(F.broadcast(hz.select("cluster_id", F.unix_micros("horizon").alias(HORIZON_COLUMN))),
                          "cluster_id").withColumn(FINGERPRINT_COLUMN, F.lit(None).cast("string"))
     else:
         rows = _no_carried_rows(ctx, schema_cols)
     markers = spark.createDataFrame(
-        [(c, f"{MARKER_TYPE}|{c}", MARKER_TYPE, h, fps.get(c, "empty")) for c, h in sorted(horizons.items())],
+        [(c, f"{MARKER_TYPE}|{c}", MARKER_TYPE, h, fps.get(c, "empty")) for c, h in sorted(plan.horizons.items())],
         f"cluster_id string, event_id string, event_type string, {HORIZON_COLUMN} long, {FINGERPRINT_COLUMN} string",
     )
     out = rows.select(*schema_cols, HORIZON_COLUMN, FINGERPRINT_COLUMN).unionByName(markers, allowMissingColumns=True)
@@ -232,7 +262,7 @@ def write_carries(
         storage.overwrite(CARRY_TABLE, out)  # another layout: every other cluster's carry goes too
     else:
         storage.replace_where(CARRY_TABLE, out, "cluster_id", clusters)
-    return {c: iso_of(h) for c, h in sorted(horizons.items())}
+    return {c: iso_of(h) for c, h in sorted(plan.horizons.items())}
 
 
 def _no_carried_rows(ctx: CheckContext, schema_cols: list[str]) -> DataFrame:

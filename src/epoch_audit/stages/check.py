@@ -5,6 +5,8 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import time
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from pyspark.sql import DataFrame, Row, SparkSession
@@ -20,21 +22,30 @@ from epoch_audit.lake.tables import (
     EVENTS_TABLE,
     GOLD_STATE_TABLE,
     INPUT_PROBLEMS_TABLE,
+    RUN_SUMMARY_TABLE,
     SILVER_STATE_TABLE,
     VIOLATIONS_TABLE,
     silver_table,
 )
 from epoch_audit.silver.tables import SILVER_TABLES
+from epoch_audit.spark import run_longest_first
 from epoch_audit.stages.base import ShortRunInputs, StageResult, check_config, shared_key
 from epoch_audit.stages.carry import (
+    carry_tasks,
     iso_of,
+    plan_carries,
     read_check_traffic,
     read_state_events,
     supports_carry,
     valid_horizons,
     write_carries,
 )
-from epoch_audit.stages.state import completed_runs, ledger_fingerprints, mark_built, stale_clusters
+from epoch_audit.stages.state import (
+    ledger_fingerprints,
+    mark_built,
+    previous_task_seconds,
+    stale_clusters,
+)
 from epoch_audit.stages.suppress import adjust_counts, plan_suppressions, write_suppressions
 from epoch_audit.suppressions import load_suppressions
 
@@ -54,21 +65,23 @@ def violation_ids(violations: DataFrame) -> DataFrame:
 
 
 
-def stage_violations(
-    ctx: CheckContext, specs: tuple[InvariantSpec, ...], clusters: list[str], staged: str, workers: int = 1
-) -> DataFrame:
-    """Every check's violations of ``clusters`` (with their ids, one row per id), staged as Parquet
-    under ``staged`` and read back.
+CHECK_TASK = "check:"  # + the check's id: a check's task among the stage's queries
+REJECTED_TASK = "rejected_isr_joins"
+PROBLEMS_TASK = "input_problems"
+
+
+def violation_tasks(
+    ctx: CheckContext, specs: tuple[InvariantSpec, ...], clusters: list[str], staged: str
+) -> dict[str, Callable[[], str]]:
+    """One named task per check: its violations of ``clusters`` (with their ids, one row per id)
+    staged as Parquet under ``staged/<id>``; a task returns the path (:func:`staged_violations`).
 
     One write per check, not one over their union: each plan stays small (planning, adaptive
     re-planning after every query stage and code generation grow faster than the plan, and the
     union of all checks cost twice the sum of its parts on small data). Each check writes its own
-    directory, so ``workers`` checks run at once (:func:`epoch_audit.spark.run_concurrently`).
-    Staged, so the rows are read twice below without re-running the checks. An id hashes the
-    invariant, so two checks never share one: rows deduplicated per check are deduplicated overall
-    (the staged read is deduplicated again all the same: it costs nothing on a few rows).
+    directory, so several run at once (:func:`epoch_audit.spark.run_longest_first`). Staged, so the
+    rows are read twice below without re-running the checks.
     """
-    from epoch_audit.spark import run_concurrently
 
     def stage(spec: InvariantSpec) -> str:
         path = f"{staged}/{spec.id}"
@@ -76,9 +89,15 @@ def stage_violations(
         found.where(F.col("cluster_id").isin(clusters)).write.mode("overwrite").parquet(path)
         return path
 
-    if not specs:
+    return {CHECK_TASK + spec.id: partial(stage, spec) for spec in specs}
+
+
+def staged_violations(ctx: CheckContext, paths: list[str]) -> DataFrame:
+    """The violations :func:`violation_tasks` staged at ``paths``, one row per id. An id hashes the
+    invariant, so two checks never share one: rows deduplicated per check are deduplicated overall
+    (the staged read is deduplicated again all the same: it costs nothing on a few rows)."""
+    if not paths:
         return violation_ids(found_violations(ctx, ()))
-    paths = run_concurrently([lambda spec=spec: stage(spec) for spec in specs], workers)
     return ctx.events.sparkSession.read.parquet(*paths).dropDuplicates(["violation_id"])
 
 
@@ -186,10 +205,13 @@ def run_checks(
     problems: list[dict[str, Any]] = []
     carried: dict[str, Any] = {}
     not_run: list[str] = []
+    task_seconds: dict[str, float] = {}
     silver_stale = set(stale_clusters(storage, SILVER_STATE_TABLE, fps)[0]) & set(dirty)
     if silver_stale:
         log.warning("silver is older than bronze for %s: run the timelines stage first", sorted(silver_stale))
-    completed = sorted(completed_runs(storage))
+    # the completed runs (a row each) and the query seconds the newest recorded, in one read
+    runs = storage.rows(RUN_SUMMARY_TABLE, ["run_id", "finished_at", "summary"])
+    completed = sorted({r["run_id"] for r in runs})
     seen_at = F.lit(started_at or dt.datetime.now(dt.UTC).replace(tzinfo=None)).cast("timestamp")
     if dirty:
         with ShortRunInputs() as inputs:
@@ -213,9 +235,23 @@ def run_checks(
             not_run = [spec.id for spec in REGISTRY if spec not in specs]
             if not_run:
                 log.info("no events these checks stand on, not run: %s", ", ".join(not_run))
-            violations = stage_violations(
-                ctx, specs, dirty, f"{staging_dir(storage.lake, run_id)}/violations", config.spark.concurrent_queries
+            staged = staging_dir(storage.lake, run_id)
+            tasks: dict[str, Callable[[], Any]] = dict(violation_tasks(ctx, specs, dirty, f"{staged}/violations"))
+            carry_plan, carry_seconds = None, 0.0
+            if config.incremental.carry_traffic and supports_carry(storage):
+                started = time.perf_counter()
+                carry_plan = plan_carries(ctx, dirty, horizons, config.incremental.traffic_lag_minutes)
+                carry_seconds = time.perf_counter() - started
+                tasks.update(carry_tasks(ctx, REGISTRY, carry_plan, f"{staged}/carry"))
+            tasks[REJECTED_TASK] = lambda: [
+                r.asDict() for r in rejected_isr_joins(events).orderBy("cluster_id", "reason").collect()
+            ]
+            tasks[PROBLEMS_TASK] = lambda: [p.to_dict() for p in input_problems(events)]
+            # Every query of the stage that needs no other's answer, the longest (last run) first.
+            done, task_seconds = run_longest_first(
+                tasks, config.spark.concurrent_queries, previous_task_seconds(runs, "check")
             )
+            violations = staged_violations(ctx, [done[CHECK_TASK + spec.id] for spec in specs])
             if storage.exists(VIOLATIONS_TABLE):
                 violations = violations.join(
                     first_reports(violations, storage.read_where(VIOLATIONS_TABLE, "cluster_id", dirty), completed),
@@ -227,25 +263,23 @@ def run_checks(
                 violations = violations.withColumn("run_id", F.lit(run_id)).withColumn("first_seen_at", seen_at)
             violations = violations.withColumn("last_seen_at", seen_at)
             violations = violations.select("run_id", "violation_id", *CHECK_COLUMNS, *SEEN_COLUMNS)
-            rejected = [r.asDict() for r in rejected_isr_joins(events).orderBy("cluster_id", "reason").collect()]
+            rejected, problems = done[REJECTED_TASK], done[PROBLEMS_TASK]
             storage.replace_where(VIOLATIONS_TABLE, violations, "cluster_id", dirty)
-            problems = [p.to_dict() for p in input_problems(events)]
             write_input_problems(spark, storage, problems, dirty, run_id)
             mark_built(storage, GOLD_STATE_TABLE, dirty, fps, run_id)
             carried = {"read_from": {c: iso_of(h) for c, h in sorted(horizons.items())}}
-            if config.incremental.carry_traffic and supports_carry(storage):
+            if carry_plan is not None:
                 started = time.perf_counter()
-                carried["next"] = write_carries(
-                    spark, storage, ctx, REGISTRY, dirty, horizons, config.incremental.traffic_lag_minutes,
-                    f"{staging_dir(storage.lake, run_id)}/carry", config.spark.concurrent_queries,
-                )
-                carried["seconds"] = round(time.perf_counter() - started, 3)
-            remove_staging(staging_dir(storage.lake, run_id))
+                carried["next"] = write_carries(spark, storage, ctx, REGISTRY, dirty, carry_plan, done)
+                # its plan and its write after gold; its queries ran beside the checks (task_seconds)
+                carried["seconds"] = round(carry_seconds + time.perf_counter() - started, 3)
+            remove_staging(staged)
     entries = load_suppressions(config.checks.suppressions_file, {spec.id for spec in REGISTRY})
     if not storage.exists(VIOLATIONS_TABLE):
         detail = {
             "clusters": dirty, "violations": [], "known": 0, "rejected_isr_joins": rejected,
             "carried_traffic": carried, "input_problems": problems, "checks_not_run": not_run,
+            "task_seconds": task_seconds,
         }
         suppressions, rows = plan_suppressions(storage, entries, None, {run_id})
         write_suppressions(spark, storage, rows)
@@ -277,6 +311,7 @@ def run_checks(
     detail = {
         "clusters": dirty, "violations": counts, "known": known, "rejected_isr_joins": rejected,
         "carried_traffic": carried, "input_problems": problems, "checks_not_run": not_run,
+        "task_seconds": task_seconds,
     }
     if suppressions:
         detail["suppressions"] = suppressions

@@ -111,11 +111,6 @@ def mark_built(storage: LakeStorage, state_table: str, clusters: list[str], fps:
     storage.upsert_rows(state_table, [(c, fps[c], run_id) for c in clusters], STATE_SCHEMA, ["cluster_id"])
 
 
-def completed_runs(storage: LakeStorage) -> set[str]:
-    """The runs that wrote their gold/run_summary row (every stage they ran finished)."""
-    return {r["run_id"] for r in storage.rows(RUN_SUMMARY_TABLE, ["run_id"])}
-
-
 def _count(value: Any) -> int | None:
     return None if value is None else int(value)
 
@@ -167,3 +162,14 @@ def record_run(storage: LakeStorage, summary: dict[str, Any], command: str, star
     """Write this run's row of gold/run_summary: from then on its violations count as reported."""
     row = run_summary_row(summary, command, started_at, finished_at)
     storage.upsert_rows(RUN_SUMMARY_TABLE, [row], RUN_SUMMARY_SCHEMA, ["run_id"])
+
+
+def previous_task_seconds(runs: list[dict[str, Any]], stage: str) -> dict[str, float]:
+    """Per named query of ``stage``, its seconds in the newest of ``runs`` (gold/run_summary rows
+    with ``finished_at`` and ``summary``) that recorded them (the stage's ``task_seconds``): the next
+    run starts the longest first (epoch_audit.spark.run_longest_first). Empty for a new lake."""
+    for row in sorted(runs, key=lambda r: r["finished_at"] or dt.datetime.min, reverse=True):
+        seconds = json.loads(row["summary"] or "{}").get("stages", {}).get(stage, {}).get("task_seconds")
+        if seconds:
+            return {name: float(s) for name, s in seconds.items()}
+    return {}

@@ -8,12 +8,12 @@ from pyspark.sql import SparkSession
 
 from epoch_audit.config import AppConfig
 from epoch_audit.lake.storage import LakeStorage
-from epoch_audit.lake.tables import EVENTS_TABLE, SILVER_STATE_TABLE, silver_table
+from epoch_audit.lake.tables import EVENTS_TABLE, RUN_SUMMARY_TABLE, SILVER_STATE_TABLE, silver_table
 from epoch_audit.silver.tables import SILVER_TABLES, silver_builds
-from epoch_audit.spark import run_concurrently
+from epoch_audit.spark import run_concurrently, run_longest_first
 from epoch_audit.stages.base import ShortRunInputs, StageResult, check_config, shared_key
 from epoch_audit.stages.carry import read_state_events
-from epoch_audit.stages.state import mark_built, stale_clusters
+from epoch_audit.stages.state import mark_built, previous_task_seconds, stale_clusters
 
 log = logging.getLogger(__name__)
 
@@ -31,18 +31,20 @@ def run_timelines(spark: SparkSession, storage: LakeStorage, config: AppConfig, 
     dirty, fps = stale_clusters(storage, SILVER_STATE_TABLE)
     if not dirty:
         return StageResult("timelines", "ran", {"tables": sorted(builders), "clusters": []})
+    expected = previous_task_seconds(storage.rows(RUN_SUMMARY_TABLE, ["finished_at", "summary"]), "timelines")
     with ShortRunInputs() as inputs:
-        dirty = rebuild_silver(storage, config, dirty, sorted(fps), inputs, fps)
+        dirty, seconds = rebuild_silver(storage, config, dirty, sorted(fps), inputs, fps, expected)
     mark_built(storage, SILVER_STATE_TABLE, dirty, fps, run_id)
-    return StageResult("timelines", "ran", {"tables": sorted(builders), "clusters": dirty})
+    return StageResult("timelines", "ran", {"tables": sorted(builders), "clusters": dirty, "task_seconds": seconds})
 
 
 def rebuild_silver(
     storage: LakeStorage, config: AppConfig, dirty: list[str], all_clusters: list[str], inputs: ShortRunInputs,
-    fingerprints: dict[str, str],
-) -> list[str]:
+    fingerprints: dict[str, str], expected: dict[str, float] | None = None,
+) -> tuple[list[str], dict[str, float]]:
     """Build every silver table of ``dirty`` from their state events and replace their rows; every
-    cluster of ``all_clusters`` when a build changed a table's schema. Returns the clusters rebuilt.
+    cluster of ``all_clusters`` when a build changed a table's schema. Returns the clusters rebuilt
+    and each table's write seconds (started the longest by ``expected``, an earlier run's, first).
     In a short run their state events stay cached for the check stage (keyed by their ledger ``fingerprints``)."""
     builders = SILVER_TABLES
     cfg = check_config(config)
@@ -65,10 +67,13 @@ def rebuild_silver(
         dirty = all_clusters
         events = inputs(read_state_events(storage, dirty))
         builds = silver_builds(events, cfg, inputs.reused)
-        run_concurrently([lambda n=n: storage.overwrite(silver_table(n), builds[n]()) for n in names], workers)
+        _, seconds = run_longest_first(
+            {n: lambda n=n: storage.overwrite(silver_table(n), builds[n]()) for n in names}, workers, expected
+        )
     else:
-        run_concurrently(
-            [lambda n=n: storage.replace_where(silver_table(n), built[n], "cluster_id", dirty) for n in names], workers
+        _, seconds = run_longest_first(
+            {n: lambda n=n: storage.replace_where(silver_table(n), built[n], "cluster_id", dirty) for n in names},
+            workers, expected,
         )
         log.info("silver rebuilt for %d cluster(s): %s", len(dirty), ", ".join(names))
-    return dirty
+    return dirty, seconds
