@@ -210,8 +210,9 @@ def carry_tasks(
     """The queries the carry of ``plan`` needs before its write, named, to run beside the checks
     (``epoch_audit.spark.run_longest_first``): the anchor fingerprints at the new horizons, and,
     when the carry holds traffic, each carrying check's ids (its ``carry``) staged as Parquet under
-    ``staged``, one query per check as the checks' own (each plan stays small). None without a
-    horizon: the carry is its markers alone, and the (large) plans are neither built nor run."""
+    ``staged``, one query per check as the checks' own (each plan stays small). No task without a
+    horizon; no ids without traffic before one (the carry is its markers alone: the large plans of
+    the checks' carries are neither built nor run)."""
     if not plan.horizons:
         return {}
     spark = ctx.events.sparkSession
