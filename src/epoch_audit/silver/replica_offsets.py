@@ -69,15 +69,18 @@ REPLICA_OFFSET_COLUMNS = [
 
 def _topic_id_asof(rows: DataFrame, events: DataFrame) -> DataFrame:
     """``tid`` = the row's own topic id, else the last topic id the same host logged for the
-    partition at or before the row's time (host clock; a missing time is "at collection", last)."""
+    partition at or before the row's time (host clock; a missing time is "at collection", last).
+
+    The rows themselves are the as-of's probes (every column through its window): probing with
+    their keys and joining the answers back read ``rows`` twice, and in a short run (one partition,
+    no exchange to reuse) that computed the table's four series twice (about half of its time at
+    night 16 of ``bench-nights``)."""
     place = ["cluster_id", "host_id", "topic", "partition"]
     named = events.filter(F.col("event_type").isin(*TOPIC_ID_TYPES) & F.col("topic_id").isNotNull()).select(
-        *place, "event_time", F.col("topic_id").alias("src_tid")
+        *place, "event_time", F.col("topic_id").alias("asof_tid")
     )
-    asof = asof_last(
-        rows.select(*place, "event_time", "_rid"), named, place, [F.col("event_time").asc_nulls_last()], ["src_tid"]
-    ).select("_rid", F.col("src_tid").alias("asof_tid"))
-    return rows.join(asof, "_rid", "left").withColumn("tid", F.coalesce(F.col("topic_id"), F.col("asof_tid")))
+    rows = asof_last(rows, named, place, [F.col("event_time").asc_nulls_last()], ["asof_tid"])
+    return rows.withColumn("tid", F.coalesce(F.col("topic_id"), F.col("asof_tid")))
 
 
 def replica_offsets(events: DataFrame, config: object = None) -> DataFrame:
@@ -210,8 +213,6 @@ def replica_offsets_with_runs(events: DataFrame, runs: DataFrame) -> DataFrame:
     )
 
     rows = line_rows.unionByName(ckpt_rows).unionByName(log_start).unionByName(dump_rows)
-    # Deterministic row id (an event may feed two series: a leader line's start and its HW).
-    rows = rows.withColumn("_rid", F.concat_ws("|", "series", "broker_id", "event_id"))
     rows = _topic_id_asof(rows, events)
 
     # Latest leader-epoch-checkpoint copy per broker/partition, and its earliest entry.
