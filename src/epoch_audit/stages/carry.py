@@ -35,6 +35,7 @@ from epoch_audit.gold.carry import anchor_fingerprints, carried_events, is_traff
 from epoch_audit.gold.context import CheckConfig, CheckContext, check_context
 from epoch_audit.gold.registry import InvariantSpec
 from epoch_audit.lake.storage import LakeStorage
+from epoch_audit.one_partition import one_partition
 
 log = logging.getLogger(__name__)
 
@@ -160,7 +161,7 @@ def valid_horizons(
     if not stored:
         return {}
     cands = sorted(stored)
-    hz = spark.createDataFrame([(c, stored[c][0]) for c in cands], "cluster_id string, h long").select(
+    hz = one_partition(spark.createDataFrame([(c, stored[c][0]) for c in cands], "cluster_id string, h long")).select(
         "cluster_id", F.timestamp_micros("h").alias("horizon")
     )
     ctx = check_context(state.where(F.col("cluster_id").isin(cands)), silver, ctx_config)
@@ -183,7 +184,7 @@ class CarryPlan:
 
     def frame(self, spark: SparkSession) -> DataFrame:
         """(cluster_id, horizon) of the planned horizons."""
-        return spark.createDataFrame(sorted(self.horizons.items()), "cluster_id string, h long").select(
+        return one_partition(spark.createDataFrame(sorted(self.horizons.items()), "cluster_id string, h long")).select(
             "cluster_id", F.timestamp_micros("h").alias("horizon")
         )
 
@@ -247,7 +248,7 @@ def write_carries(
     fps: dict[str, str] = done.get(FINGERPRINTS_TASK, {})
     if plan.holds_traffic:
         paths = [done[IDS_TASK + spec.id] for spec in specs if spec.carry is not None]
-        ids = spark.read.parquet(*paths) if paths else spark.createDataFrame([], "event_id string")
+        ids = one_partition(spark.read.parquet(*paths) if paths else spark.createDataFrame([], "event_id string"))
         hz = plan.frame(spark)
         rows = carried_events(ctx, specs, hz, ids).select(*schema_cols)
         rows = rows.join(F.broadcast(hz.select("cluster_id", F.unix_micros("horizon").alias(HORIZON_COLUMN))),
