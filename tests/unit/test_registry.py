@@ -111,3 +111,23 @@ def test_runnable_checks_follow_the_event_types_present(spark):
     two_leaders = (SPECS["two_leaders_same_epoch"],)
     assert absent_event_types(no_events, two_leaders) == frozenset()  # no needs: nothing asked
     assert runnable_checks(two_leaders, absent_event_types(no_events, REGISTRY)) == two_leaders
+
+
+def test_absent_event_types_look_for_traffic_types_in_the_traffic_alone(spark):
+    from dataclasses import replace
+
+    from epoch_audit.gold.registry import SPECS
+    from epoch_audit.stages.check import absent_event_types
+
+    def frame(types: list[str]):
+        return spark.createDataFrame([(t,) for t in types], "event_type string")
+
+    spec = (replace(SPECS["stale_stop_replica_accepted"], needs=("request_stop_replica",), asks=("request_fetch",)),)
+    state, traffic = frame(["request_stop_replica", "become_leader"]), frame(["request_fetch"])
+    assert absent_event_types(state, spec, traffic) == frozenset()
+    assert absent_event_types(state, spec, frame([])) == {"request_fetch"}
+    # state types are looked for in the state events only, traffic types in the traffic only
+    assert absent_event_types(frame(["request_fetch"]), spec, frame(["request_stop_replica"])) == {
+        "request_stop_replica", "request_fetch"}
+    # no traffic apart: the events hold both
+    assert absent_event_types(frame(["request_stop_replica", "request_fetch"]), spec) == frozenset()

@@ -63,3 +63,26 @@ def test_elsewhere_nothing_is_cached_or_kept(spark):
             assert not first.is_cached and not base._SHARED
         with ShortRunInputs() as check:
             assert check.take(("/lake", ()), reads) is not first and reads.calls == 2
+
+
+def test_a_warmed_input_is_built_once_in_the_background(spark):
+    from pyspark.sql import functions as F
+
+    computed = spark.sparkContext.accumulator(0)
+
+    def counted(x):  # no hints: PySpark would read them as a pandas UDF's
+        computed.add(1)
+        return x
+
+    counted_udf = F.udf(counted, "long")
+    with short_run_session(spark, True):
+        with ShortRunInputs() as inputs:
+            warmed = inputs(spark.range(40).repartition(2).select(counted_udf("id").alias("id")), warm=True)
+            for building in inputs._warming:
+                building.result(timeout=120)  # built without any query of the stage asking
+            assert computed.value == 40 and warmed.is_cached
+            assert warmed.where("id >= 20").count() == 20 and computed.value == 40  # read from the cache
+        assert not warmed.is_cached and not inputs._warming
+    with short_run_session(spark, False), ShortRunInputs() as inputs:
+        plain = spark.range(3)
+        assert inputs(plain, warm=True) is plain and not inputs._warming  # elsewhere: nothing cached or built

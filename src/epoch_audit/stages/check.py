@@ -13,6 +13,7 @@ from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 
 from epoch_audit.config import AppConfig
+from epoch_audit.contracts.events import TRAFFIC_TYPES
 from epoch_audit.contracts.violations import CHECK_COLUMNS, SEEN_COLUMNS, VIOLATION_KEY
 from epoch_audit.gold.context import CheckContext, check_context
 from epoch_audit.gold.registry import REGISTRY, InvariantSpec, can_find, found_violations, violations_of
@@ -101,14 +102,22 @@ def staged_violations(ctx: CheckContext, paths: list[str]) -> DataFrame:
     return ctx.events.sparkSession.read.parquet(*paths).dropDuplicates(["violation_id"])
 
 
-def absent_event_types(events: DataFrame, specs: tuple[InvariantSpec, ...]) -> frozenset[str]:
-    """The event types the ``needs`` and ``asks`` of ``specs`` name that ``events`` hold none of: one
-    small query (at most one row a type named)."""
+def absent_event_types(
+    events: DataFrame, specs: tuple[InvariantSpec, ...], traffic: DataFrame | None = None
+) -> frozenset[str]:
+    """The event types the ``needs`` and ``asks`` of ``specs`` name that the events hold none of: one
+    small query (at most one row a type named). With ``traffic`` (the request-log traffic, apart),
+    ``events`` are the state events alone, and the traffic is read only for the traffic types named:
+    the state events are cached by then, and the traffic's cache is still being built."""
     wanted = sorted({t for spec in specs for t in (*spec.needs, *spec.asks)})
-    if not wanted:
-        return frozenset()
-    present = {r["event_type"] for r in events.where(F.col("event_type").isin(wanted)).select("event_type")
-               .distinct().collect()}
+    sources = [(events, [t for t in wanted if traffic is None or t not in TRAFFIC_TYPES])]
+    if traffic is not None:
+        sources.append((traffic, [t for t in wanted if t in TRAFFIC_TYPES]))
+    present: set[str] = set()
+    for df, types in sources:
+        if types:
+            present |= {r["event_type"] for r in df.where(F.col("event_type").isin(types)).select("event_type")
+                        .distinct().collect()}
     return frozenset(wanted) - present
 
 
@@ -227,9 +236,11 @@ def run_checks(
                 if config.incremental.carry_traffic else {}
             )
             traffic = read_check_traffic(storage, dirty, horizons)
-            events = state if traffic is None else state.unionByName(inputs(traffic))
+            # cached in the background while the checks are planned (ShortRunInputs.warm)
+            traffic = None if traffic is None else inputs(traffic, warm=True)
+            events = state if traffic is None else state.unionByName(traffic)
             # Every silver table once (the ones not in silver/ built from the events), shared by all checks.
-            absent = absent_event_types(events, REGISTRY)
+            absent = absent_event_types(state, REGISTRY, traffic)
             ctx = check_context(events, silver, check_config(config), absent)
             specs = runnable_checks(REGISTRY, absent)
             not_run = [spec.id for spec in REGISTRY if spec not in specs]
