@@ -134,7 +134,8 @@ class ShortRunInputs:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        for building in self._warming:  # ended by now (the stage read them): never released mid-build
+        # Waited for (a stage that failed early may not have read them): never released mid-build.
+        for building in self._warming:
             error = building.exception()
             if error is not None:
                 log.debug("building a cached input in the background failed: %s", error)

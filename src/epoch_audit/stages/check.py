@@ -262,8 +262,8 @@ def run_checks(
             done, task_seconds = run_longest_first(
                 tasks, config.spark.concurrent_queries, previous_task_seconds(runs, "check")
             )
-            # Both sides one cached partition in a short run: the joins below need no shuffle (one
-            # job, not eight with a stage each: 4.5 s for 14 rows at night 16 of bench-nights).
+            # Both sides one cached partition in a short run: the two joins below (first_reports and
+            # its join back) need no shuffle, and the staged files are read once, not per join.
             violations = inputs(staged_violations(ctx, [done[CHECK_TASK + spec.id] for spec in specs]))
             if storage.exists(VIOLATIONS_TABLE):
                 known = inputs(storage.read_where(VIOLATIONS_TABLE, "cluster_id", dirty))
