@@ -141,6 +141,35 @@ def test_daily_invariant_counts(spark, report_lake):
     ]
 
 
+def test_summary_counts_hosts_per_cluster(spark):
+    """Events, clusters and hosts from one grouped aggregate: host 1 of two clusters is two hosts, a
+    row without a host id counts as events only, a row without a cluster as no cluster."""
+    from epoch_audit.report.gather import event_summary, summary_counts
+
+    rows = [("a", 1), ("a", 1), ("a", 2), ("b", 1), ("b", None), (None, 3)]
+    events = spark.createDataFrame(rows, "cluster_id string, host_id int")
+    per_host = [r.asDict() for r in event_summary(events).collect()]
+    assert summary_counts(per_host) == {"events": 6, "clusters": 2, "hosts": 4}
+    assert summary_counts([]) == {"events": 0, "clusters": 0, "hosts": 0}
+
+
+def test_evidence_is_the_cited_ids_of_the_listed_clusters(spark):
+    """The first ``per_violation`` cited ids of each listed violation, looked up by value; a cluster
+    filter reads only the listed violations' clusters."""
+    from epoch_audit.report.gather import cited_ids, evidence_events
+
+    shown = [{"evidence": ["e1", "e2", "e3"]}, {"evidence": ["e2", "e9"]}, {"evidence": None}]
+    assert cited_ids(shown, 2) == ["e1", "e2", "e9"]
+    cols = ("event_id string, event_type string, cluster_id string, host_id int, broker_id int, topic string, "
+            "partition int, event_time timestamp, source_file string, line_number long, raw string")
+    events = spark.createDataFrame(
+        [(i, "t", c, 1, 1, "x", 0, None, "f", n, "r" * 5000) for n, (i, c) in
+         enumerate([("e1", "a"), ("e2", "a"), ("e9", "b"), ("e3", "a")])], cols)
+    found = {r["event_id"]: r for r in evidence_events(events, cited_ids(shown, 2)).collect()}
+    assert sorted(found) == ["e1", "e2", "e9"] and len(found["e1"]["raw"]) == 4000
+    assert sorted(r["event_id"] for r in evidence_events(events, ["e1", "e9"], ["a"]).collect()) == ["e1"]
+
+
 def test_render_bounds_and_script_safety():
     """Pure rendering: the JSON payload cannot close its script element; notes and limits are shown."""
     hostile = "</script><script>window.__pwned=1</script><!--"
