@@ -10,6 +10,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from pyspark.sql import functions as F
+
 from epoch_audit.config import AppConfig
 from epoch_audit.gold.analysis.input_sanity import input_problems, problems_of
 from epoch_audit.lake.storage import DeltaRsStorage
@@ -62,7 +64,12 @@ def test_genuine_kafka_logs_under_one_id_are_flagged_and_alone_are_not(spark, tm
     shutil.copytree(FIXTURES / "zk-3.9.1", root / "cluster=moved" / "broker-5")  # broker 2's logs
     storage = DeltaRsStorage(spark, str(tmp_path / "lake"))
     ingest(spark, storage, [str(root)], AppConfig(), "sanity")
-    problems = input_problems(storage.read(EVENTS_TABLE))
+    events = storage.read(EVENTS_TABLE)
+    problems = input_problems(events)
+    # the check stage reads them from the state events alone: the request log's traffic shows none
+    traffic = events.where(F.col("event_class") == "traffic")
+    assert traffic.count() > 0 and input_problems(traffic) == []
+    assert input_problems(events.where(F.col("event_class") == "state")) == problems
     assert [(p.cluster_id, p.problem, p.hosts) for p in problems] == [
         ("mixed", "mixed_modes", [0, 1, 2]), ("moved", "conflicting_identity", [5]),
     ]

@@ -254,10 +254,12 @@ def run_checks(
                 carry_plan = plan_carries(ctx, dirty, horizons, config.incremental.traffic_lag_minutes)
                 carry_seconds = time.perf_counter() - started
                 tasks.update(carry_tasks(ctx, REGISTRY, carry_plan, f"{staged}/carry"))
+            # Both read state types only (request-log FETCH / PRODUCE carry no controller line, mode
+            # sign or self-naming prefix): not the traffic, whose cache they would wait for.
             tasks[REJECTED_TASK] = lambda: [
-                r.asDict() for r in rejected_isr_joins(events).orderBy("cluster_id", "reason").collect()
+                r.asDict() for r in rejected_isr_joins(state).orderBy("cluster_id", "reason").collect()
             ]
-            tasks[PROBLEMS_TASK] = lambda: [p.to_dict() for p in input_problems(events)]
+            tasks[PROBLEMS_TASK] = lambda: [p.to_dict() for p in input_problems(state)]
             # Every query of the stage that needs no other's answer, the longest (last run) first.
             done, task_seconds = run_longest_first(
                 tasks, config.spark.concurrent_queries, previous_task_seconds(runs, "check")
