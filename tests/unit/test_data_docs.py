@@ -31,8 +31,37 @@ def site(spark, tmp_path_factory) -> Path:
         project.validate(suite, [gxe.ExpectColumnValuesToNotBeNull(column="x"),
                                  gxe.ExpectColumnValuesToBeBetween(column="x", min_value=0, max_value=5)],
                          df, ValidationSettings(run_id=run_id))
-        assert project.build_docs() == str(reports / "data_docs" / "index.html")
+        assert project.build_docs(run_id) == str(reports / "data_docs" / "index.html")
     return reports
+
+
+def test_a_later_build_renders_only_its_runs_pages(spark, tmp_path):
+    """A site with an index gets the pages of this run's results and its suites, and a new index
+    listing every run; earlier runs' pages are left as they were (rendering every stored result
+    grew with the nights)."""
+    import os
+
+    reports = tmp_path / "reports"
+    df = spark.createDataFrame([(1, "a")], "x int, k string")
+    suite = TableSuite("gold", "gold/tiny", lambda settings: [], ("k",))
+    pages: dict[str, list[Path]] = {}
+    for run_id in ("night-1", "night-2"):
+        project = GxProject(reports)
+        project.validate(suite, [gxe.ExpectColumnValuesToNotBeNull(column="x")], df, ValidationSettings(run_id=run_id))
+        project.build_docs(run_id)
+        validations = reports / "data_docs" / "validations"
+        pages[run_id] = sorted(p for p in validations.rglob("*.html") if run_id in p.parts)
+        assert len(pages[run_id]) == 1
+        if run_id == "night-1":  # night 1's pages (a full build: no index yet), dated back an hour
+            for page in (reports / "data_docs").rglob("*.html"):
+                os.utime(page, (page.stat().st_atime, page.stat().st_mtime - 3600))
+            old = {p: p.stat().st_mtime for p in (reports / "data_docs").rglob("*.html")}
+    index = (reports / "data_docs" / "index.html").read_text(encoding="utf-8")
+    assert "night-1" in index and "night-2" in index
+    kept = [p for p, mtime in old.items() if p.stat().st_mtime == mtime]
+    assert pages["night-1"][0] in kept and reports / "data_docs" / "index.html" not in kept
+    for page in (reports / "data_docs").rglob("*.html"):
+        assert not REMOTE_LOAD.findall(page.read_text(encoding="utf-8")), page
 
 
 def _pages(site: Path) -> list[Path]:

@@ -77,12 +77,15 @@ def offline_page(html: str, to_root: str) -> str:
     return _LOGO.sub(f'"{to_root}static/images/logo-long.png"', html)
 
 
-def make_offline(docs_dir: Path) -> list[str]:
+def make_offline(docs_dir: Path, since: float | None = None) -> list[str]:
     """Make the built site at ``docs_dir`` self-contained; the pages that still load something
-    remotely (a URL this build does not know: a newer GX), relative to ``docs_dir``."""
+    remotely (a URL this build does not know: a newer GX), relative to ``docs_dir``. ``since``: only
+    pages written at or after this time (``time.time()``; older pages were made offline when built)."""
     vendor_assets(docs_dir)
     left = []
     for page in sorted(docs_dir.rglob("*.html")):
+        if since is not None and page.stat().st_mtime < since:
+            continue
         rel = page.relative_to(docs_dir)
         to_root = "../" * (len(rel.parts) - 1)
         html = page.read_text(encoding="utf-8")
