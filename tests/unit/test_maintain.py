@@ -81,6 +81,29 @@ def test_maintain_compacts_vacuums_and_keeps_every_row(spark, tmp_path, capsys):
     assert _rows(store, VIOLATIONS_TABLE) == [("a", "a-new", 9), ("b", "b-new", 1)]
 
 
+def test_a_compacted_file_splits_at_row_groups(spark, tmp_path):
+    """A compacted partition holds row groups of at most COMPACTED_ROW_GROUP_ROWS rows, zstd as
+    delta-rs's own compaction writes: Spark splits a file of more than a few MB among the cores
+    at its row groups (a file of one group is one task)."""
+    import pyarrow.parquet as pq
+
+    from epoch_audit.lake.delta_rs_maintain import COMPACTED_ROW_GROUP_ROWS, maintain_table
+
+    store = DeltaRsStorage(spark, str(tmp_path / "lake"))
+    rows = COMPACTED_ROW_GROUP_ROWS + 100
+    for part in range(2):
+        store.append(VIOLATIONS_TABLE, spark.range(rows).selectExpr(
+            "'a' AS cluster_id", f"concat('v{part}-', id) AS violation_id", "CAST(id AS INT) AS n"))
+    before = _rows(store, VIOLATIONS_TABLE)
+    maintain_table(store.path(VIOLATIONS_TABLE), None, 0)
+    (live,) = _live_files(store, VIOLATIONS_TABLE)
+    meta = pq.ParquetFile(os.path.join(store.path(VIOLATIONS_TABLE), live)).metadata
+    groups = [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]
+    assert sum(groups) == 2 * rows and len(groups) >= 3 and max(groups) <= COMPACTED_ROW_GROUP_ROWS
+    assert meta.row_group(0).column(0).compression == "ZSTD"
+    assert _rows(store, VIOLATIONS_TABLE) == before
+
+
 def test_retention_keeps_the_versions_it_covers(spark, tmp_path):
     store = _nightly_lake(spark, tmp_path)
     first = _rows(DeltaRsStorage(spark, store.lake), VIOLATIONS_TABLE)

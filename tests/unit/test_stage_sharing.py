@@ -25,12 +25,15 @@ def test_the_check_stage_takes_what_the_timelines_stage_read(spark):
     with short_run_session(spark, True), stage_sharing():
         with ShortRunInputs() as timelines:
             first = timelines.shared(key, reads)
-            assert first.count() == 50 and first.is_cached and first.rdd.getNumPartitions() == 1
-        assert first.is_cached  # kept past its stage
+            cached = base._SHARED[key].cached
+            assert first.count() == 50 and cached.is_cached and first.rdd.getNumPartitions() == 1
+            # cached in a partition per core at most (every core builds it), read as one partition
+            assert cached.rdd.getNumPartitions() == min(3, spark.sparkContext.defaultParallelism)
+        assert cached.is_cached  # kept past its stage
         with ShortRunInputs() as check:
             taken = check.take(key, reads)
             assert taken is first and reads.calls == 1
-        assert not first.is_cached and not base._SHARED  # released with the stage that took it
+        assert not cached.is_cached and not base._SHARED  # released with the stage that took it
 
 
 def test_another_key_reads_again_and_releases_the_shared_one(spark):
@@ -38,12 +41,14 @@ def test_another_key_reads_again_and_releases_the_shared_one(spark):
     with short_run_session(spark, True), stage_sharing():
         with ShortRunInputs() as timelines:
             first = timelines.shared(shared_key("/lake", ["a"], {"a": "fp-1"}), reads)
+            (first_cached,) = [h.cached for h in base._SHARED.values()]
         # bronze moved in between (another fingerprint): the check stage reads its own
         with ShortRunInputs() as check:
             taken = check.take(shared_key("/lake", ["a"], {"a": "fp-2"}), reads)
-            assert taken is not first and reads.calls == 2 and taken.is_cached
-            assert not first.is_cached
-        assert not taken.is_cached
+            (taken_cached,) = check._held
+            assert taken is not first and reads.calls == 2 and taken_cached.is_cached
+            assert not first_cached.is_cached
+        assert not taken_cached.is_cached
 
 
 def test_a_run_that_stops_before_taking_releases_it(spark):
@@ -51,8 +56,9 @@ def test_a_run_that_stops_before_taking_releases_it(spark):
         with stage_sharing():
             with ShortRunInputs() as timelines:
                 first = timelines.shared(("/lake", ()), _Reads(spark, 5))
+                cached = base._SHARED[("/lake", ())].cached
                 first.count()
-        assert not first.is_cached and not base._SHARED
+        assert not cached.is_cached and not base._SHARED
 
 
 def test_elsewhere_nothing_is_cached_or_kept(spark):
@@ -80,9 +86,10 @@ def test_a_warmed_input_is_built_once_in_the_background(spark):
             warmed = inputs(spark.range(40).repartition(2).select(counted_udf("id").alias("id")), warm=True)
             for building in inputs._warming:
                 building.result(timeout=120)  # built without any query of the stage asking
-            assert computed.value == 40 and warmed.is_cached
+            (cached,) = inputs._held
+            assert computed.value == 40 and cached.is_cached and warmed.rdd.getNumPartitions() == 1
             assert warmed.where("id >= 20").count() == 20 and computed.value == 40  # read from the cache
-        assert not warmed.is_cached and not inputs._warming
+        assert not cached.is_cached and not inputs._warming
     with short_run_session(spark, False), ShortRunInputs() as inputs:
         plain = spark.range(3)
         assert inputs(plain, warm=True) is plain and not inputs._warming  # elsewhere: nothing cached or built
