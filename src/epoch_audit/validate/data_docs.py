@@ -77,14 +77,19 @@ def offline_page(html: str, to_root: str) -> str:
     return _LOGO.sub(f'"{to_root}static/images/logo-long.png"', html)
 
 
-def make_offline(docs_dir: Path, since: float | None = None) -> list[str]:
+def page_versions(docs_dir: Path) -> dict[Path, int]:
+    """Every page of the site and its modification time (ns): what a build left as it was."""
+    return {page: page.stat().st_mtime_ns for page in docs_dir.rglob("*.html")}
+
+
+def make_offline(docs_dir: Path, unchanged: dict[Path, int] | None = None) -> list[str]:
     """Make the built site at ``docs_dir`` self-contained; the pages that still load something
-    remotely (a URL this build does not know: a newer GX), relative to ``docs_dir``. ``since``: only
-    pages written at or after this time (``time.time()``; older pages were made offline when built)."""
+    remotely (a URL this build does not know: a newer GX), relative to ``docs_dir``. ``unchanged``:
+    :func:`page_versions` before the build; a page the build did not write was made offline already."""
     vendor_assets(docs_dir)
     left = []
     for page in sorted(docs_dir.rglob("*.html")):
-        if since is not None and page.stat().st_mtime < since:
+        if unchanged is not None and unchanged.get(page) == page.stat().st_mtime_ns:
             continue
         rel = page.relative_to(docs_dir)
         to_root = "../" * (len(rel.parts) - 1)

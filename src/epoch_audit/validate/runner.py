@@ -16,7 +16,6 @@ import json
 import logging
 import shutil
 import tempfile
-import time
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -36,7 +35,7 @@ from pyspark.sql.types import (
 from epoch_audit import objstore
 from epoch_audit.validate import bronze, gold, silver
 from epoch_audit.validate.base import VIEW_NAMES, ExpectNoOffendingRows, TableSuite, ValidationSettings
-from epoch_audit.validate.data_docs import make_offline
+from epoch_audit.validate.data_docs import make_offline, page_versions
 from epoch_audit.validate.engine import BundledSparkEngine, install
 
 log = logging.getLogger(__name__)
@@ -244,14 +243,14 @@ class GxProject:
         night 16 of ``bench-nights``); the index still reads each result's outcome."""
         from great_expectations.data_context.types.resource_identifiers import ExpectationSuiteIdentifier
 
-        resources, since = None, None
+        resources, unchanged = None, None
         if run_name is not None and (self.docs_dir / "index.html").is_file():
             results = [k for k in self.context.validation_results_store.list_keys()
                        if getattr(k, "run_id", None) is not None and k.run_id.run_name == run_name]
             resources = results + [ExpectationSuiteIdentifier(name=n) for n in sorted(self.validated)]
-            since = time.time() - 1  # the pages this build writes (a coarse file clock: a second's slack)
+            unchanged = page_versions(self.docs_dir)
         self.context.build_data_docs(site_names=[DOCS_SITE], resource_identifiers=resources)
-        remote = make_offline(self.docs_dir, since)
+        remote = make_offline(self.docs_dir, unchanged)
         if remote:
             log.warning("Data Docs pages still load from the network (a GX template this build does not "
                         "know): %s", ", ".join(remote[:3]))
