@@ -51,7 +51,7 @@ class HeldInput:
     def of(cls, df: DataFrame) -> HeldInput:
         cores = max(1, default_parallelism(df.sparkSession))
         cached = df.coalesce(cores).persist(StorageLevel.MEMORY_AND_DISK)
-        return cls(cached, cached.coalesce(1) if cores > 1 else cached)
+        return cls(cached, cached.coalesce(1))
 
 
 # A short run's state events, cached by the timelines stage and taken by the check stage of the same
@@ -85,8 +85,9 @@ def stage_sharing() -> Iterator[None]:
 
 
 class ShortRunInputs:
-    """The stage's inputs as one cached partition each in a short run (``one_partition.ONE_PARTITION_INPUTS``),
-    else unchanged; a context manager that releases the cached ones on exit.
+    """The stage's inputs read as one cached partition each in a short run
+    (``one_partition.ONE_PARTITION_INPUTS``; cached as :class:`HeldInput`), else unchanged; a context
+    manager that releases the cached ones on exit.
 
     A single partition satisfies every distribution an operator asks for, so the windows,
     aggregates and joins over it need no shuffle: each check or silver table runs as one job of
@@ -94,7 +95,7 @@ class ShortRunInputs:
     about a third less JVM CPU). Cached, because every check and silver table scans bronze events
     several times, and on small data a scan's cost is Parquet's per-file setup, not the rows: read
     once into memory, the checks over data/samples ran in about 35 JVM CPU s instead of 47. Only
-    where the data is known to be small: one task does it all, and it all fits in memory.
+    where the data is known to be small: one task runs each query, and it all fits in memory.
     """
 
     def __init__(self) -> None:
