@@ -93,3 +93,29 @@ def test_a_warmed_input_is_built_once_in_the_background(spark):
     with short_run_session(spark, False), ShortRunInputs() as inputs:
         plain = spark.range(3)
         assert inputs(plain, warm=True) is plain and not inputs._warming  # elsewhere: nothing cached or built
+
+
+def test_a_long_history_in_large_files_is_read_from_them(spark, tmp_path, monkeypatch):
+    small, large = str(tmp_path / "small"), str(tmp_path / "large")
+    spark.range(40).repartition(4).write.parquet(small)  # a short history: many small files
+    spark.range(100_000).coalesce(1).write.parquet(large)  # a long one, compacted
+    small_mean = base.mean_file_bytes(spark.read.parquet(small))
+    large_mean = base.mean_file_bytes(spark.read.parquet(large))
+    assert small_mean is not None and large_mean is not None and small_mean < large_mean
+    assert base.mean_file_bytes(spark.range(3)) is None  # no files: decided as before (cached)
+    monkeypatch.setattr(base, "DIRECT_READ_MIN_FILE_BYTES", (small_mean + large_mean) / 2)
+    with short_run_session(spark, True), stage_sharing():
+        with ShortRunInputs() as timelines:
+            direct = timelines.shared(("/lake", ("large",)), lambda: spark.read.parquet(large))
+            assert not base._SHARED and not timelines._held and not timelines._warming
+            assert direct.rdd.getNumPartitions() == 1 and not direct.is_cached and direct.count() == 100_000
+        with ShortRunInputs() as check:  # nothing shared: the check stage reads the files as well
+            taken = check.take(("/lake", ("large",)), lambda: spark.read.parquet(large))
+            assert not check._held and taken.rdd.getNumPartitions() == 1 and taken.count() == 100_000
+        with ShortRunInputs() as timelines:
+            held = timelines.shared(("/lake", ("small",)), lambda: spark.read.parquet(small))
+            (kept,) = base._SHARED.values()
+            assert kept.cached.is_cached and held.count() == 40
+    with short_run_session(spark, False), ShortRunInputs() as inputs:
+        plain = spark.read.parquet(large)
+        assert inputs.take(("/lake", ()), lambda: plain) is plain  # a long run: as it was read

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import unquote, urlparse
 
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame
 
+from epoch_audit import objstore
 from epoch_audit.config import AppConfig
 from epoch_audit.gold.context import CheckConfig
 from epoch_audit.one_partition import is_one_partition_session
@@ -52,6 +55,39 @@ class HeldInput:
         cores = max(1, default_parallelism(df.sparkSession))
         cached = df.coalesce(cores).persist(StorageLevel.MEMORY_AND_DISK)
         return cls(cached, cached.coalesce(1))
+
+
+# A short run's shared input read in files this large on average is not cached: each query reads it
+# from Parquet. Night 16 of `bench-nights` (241k state events in two compacted files of 6.8 MB):
+# caching every column took 7-9 s, and the timelines stage took 18-20 s with the cache against
+# 10-11 s reading the files; the check stage was no slower. data/samples (10k state events in 31
+# files of 70 kB) is 2-4 s faster cached: there a scan's cost is each file's setup, paid once.
+DIRECT_READ_MIN_FILE_BYTES = 1 << 20
+
+
+def mean_file_bytes(df: DataFrame) -> float | None:
+    """The mean size of the files ``df`` reads, when they are all on the local disk (None: no files,
+    a file in an object store, or one gone). A size decides only whether to cache."""
+    try:
+        files = df.inputFiles()
+    except Exception:  # a frame without a file relation under it
+        return None
+    sizes = []
+    for uri in files:
+        if objstore.is_remote(uri):
+            return None
+        try:
+            sizes.append(os.path.getsize(unquote(urlparse(uri).path)))
+        except OSError:
+            return None
+    return sum(sizes) / len(sizes) if sizes else None
+
+
+def is_read_directly(df: DataFrame) -> bool:
+    """Whether a short run reads the shared input ``df`` from its files in every query instead of
+    caching it: a long history in large files (:data:`DIRECT_READ_MIN_FILE_BYTES`)."""
+    mean = mean_file_bytes(df)
+    return mean is not None and mean >= DIRECT_READ_MIN_FILE_BYTES
 
 
 # A short run's state events, cached by the timelines stage and taken by the check stage of the same
@@ -133,22 +169,29 @@ class ShortRunInputs:
 
     def shared(self, key: tuple, read: Callable[[], DataFrame]) -> DataFrame:
         """``read()`` as :meth:`__call__` gives it, kept cached past this stage for a later stage of the
-        run that asks for the same ``key`` (:meth:`take`). One at a time: an older one is released."""
+        run that asks for the same ``key`` (:meth:`take`). One at a time: an older one is released.
+        Read in large files (:func:`is_read_directly`), it is one partition read from them, not kept."""
         df = read()
         if not is_one_partition_session(df):
             return df
         release_shared()
+        if is_read_directly(df):
+            return df.coalesce(1)
         _SHARED[key] = held = HeldInput.of(df)
         self.warm(held.cached)
         return held.view
 
     def take(self, key: tuple, read: Callable[[], DataFrame]) -> DataFrame:
         """What an earlier stage of the run shared under ``key`` (released with this stage's inputs),
-        else ``self(read())``. Any other shared frame is released: no later stage asks for it."""
+        else ``self(read())`` (or, in large files, one partition read from them, as :meth:`shared`).
+        Any other shared frame is released: no later stage asks for it."""
         held = _SHARED.pop(key, None)
         release_shared()
         if held is None:
-            return self(read())
+            df = read()
+            if is_one_partition_session(df) and is_read_directly(df):
+                return df.coalesce(1)
+            return self(df)
         self._held.append(held.cached)
         return held.view
 
