@@ -16,6 +16,7 @@ from datetime import timedelta
 import pytest
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql.types import TimestampType
 
 from epoch_audit.bronze.own_time import with_file_own_time
 from epoch_audit.contracts.events import TRAFFIC_TYPES
@@ -89,6 +90,13 @@ def _horizons(spark, events: DataFrame, seconds: float) -> DataFrame:
     return spark.createDataFrame([(c, at) for c in clusters], "cluster_id string, horizon timestamp")
 
 
+def _horizon_micros(events: DataFrame, seconds: float) -> dict[str, int]:
+    """{cluster: horizon} as :func:`_horizons`, in epoch microseconds (what ``carried_events`` takes)."""
+    clusters = [r["cluster_id"] for r in events.select("cluster_id").distinct().collect()]
+    at = BASE + timedelta(seconds=seconds)
+    return {c: TimestampType().toInternal(at) for c in clusters}  # as createDataFrame reads ``at``
+
+
 @pytest.fixture(scope="module")
 def whole(spark):
     histories = _histories(SEEDS) + [straddling_history(s) for s in range(6)]
@@ -116,7 +124,7 @@ def test_windowed_checks_answer_as_the_whole_history(spark, whole):
 
     night1 = _delivered(events, T1).localCheckpoint()
     ctx1 = _ctx(night1)
-    carry1 = carried_events(ctx1, REGISTRY, _horizons(spark, events, H1)).localCheckpoint()
+    carry1 = carried_events(ctx1, REGISTRY, _horizon_micros(events, H1)).localCheckpoint()
 
     upto2 = _delivered(events, T2).localCheckpoint()
     whole2 = _ctx(upto2)  # silver as the pipeline builds it: from every state event delivered
@@ -124,7 +132,7 @@ def test_windowed_checks_answer_as_the_whole_history(spark, whole):
     ctx2 = CheckContext(events=night2, silver=dict(whole2.silver))
     assert _answers(ctx2) == _answers(whole2)
 
-    carry2 = carried_events(ctx2, REGISTRY, _horizons(spark, events, H2)).localCheckpoint()
+    carry2 = carried_events(ctx2, REGISTRY, _horizon_micros(events, H2)).localCheckpoint()
     night3 = windowed(events, _horizons(spark, events, H2)).unionByName(carry2)
     assert _answers(CheckContext(events=night3, silver=dict(full_ctx.silver))) == want
 

@@ -31,13 +31,14 @@ simulated histories, over two successive horizons.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import reduce
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import MapType
 
-from epoch_audit.contracts.events import TRAFFIC_TYPES
+from epoch_audit.contracts.events import EVENT_CLASS_COLUMN, TRAFFIC_TYPES
 from epoch_audit.gold.analysis.leadership import fence_markers
 from epoch_audit.gold.context import CheckContext
 from epoch_audit.gold.registry import InvariantSpec
@@ -46,7 +47,15 @@ _MICROS_PER_MINUTE = 60_000_000
 
 
 def is_traffic(events: DataFrame) -> Column:
-    return F.col("event_type").isin(*TRAFFIC_TYPES)
+    """Request-log traffic rows of ``events``. Over bronze with the ``event_class`` partition, also by
+    that partition (the same rows: ingest files every traffic type there and nothing else), so that a
+    query over the union of state events and traffic drops the state files when it is planned: the
+    carry's write read every column of every state event to keep none (about 2 s at night 16 of
+    ``bench-nights``, growing with the history)."""
+    by_type = F.col("event_type").isin(*TRAFFIC_TYPES)
+    if EVENT_CLASS_COLUMN in events.columns:
+        return by_type & (F.col(EVENT_CLASS_COLUMN) == "traffic")
+    return by_type
 
 
 def carried_event_ids(ctx: CheckContext, specs: tuple[InvariantSpec, ...]) -> DataFrame:
@@ -75,19 +84,31 @@ def next_horizons(events: DataFrame, lag_minutes: int) -> DataFrame:
     )
 
 
-def carried_events(
-    ctx: CheckContext, specs: tuple[InvariantSpec, ...], horizons: DataFrame, ids: DataFrame | None = None
-) -> DataFrame:
-    """The traffic events of ``ctx.events`` timed before their cluster's horizon that some check
-    still needs: what the next run reads instead of that part of bronze. ``ids``: the checks'
-    carried event ids computed already (:func:`carried_event_ids`' rows, in any number of rows)."""
-    before = (
-        ctx.events.where(is_traffic(ctx.events))
-        .join(F.broadcast(horizons), "cluster_id")
-        .where(F.col("event_time") < F.col("horizon"))
+def before_horizons(horizons: Mapping[str, int]) -> Column:
+    """Rows of a cluster of ``horizons`` ({cluster: horizon, epoch microseconds}) timed before its
+    horizon (untimed rows are not): a condition on literals, not a join with a frame of horizons,
+    whose unknown size made every join above it shuffle in a short run."""
+    return reduce(
+        lambda a, b: a | b,
+        [(F.col("cluster_id") == c) & (F.col("event_time") < F.timestamp_micros(F.lit(h)))
+         for c, h in sorted(horizons.items())],
+        F.lit(False),
     )
+
+
+def carried_events(
+    ctx: CheckContext, specs: tuple[InvariantSpec, ...], horizons: Mapping[str, int], ids: DataFrame | None = None
+) -> DataFrame:
+    """The traffic events of ``ctx.events`` timed before their cluster's horizon (``horizons``:
+    {cluster: epoch microseconds}) that some check still needs: what the next run reads instead of
+    that part of bronze. ``ids``: the checks' carried event ids computed already
+    (:func:`carried_event_ids`' rows, in any number of rows)."""
+    before = ctx.events.where(is_traffic(ctx.events) & before_horizons(horizons))
     needed = carried_event_ids(ctx, specs) if ids is None else ids.where(F.col("event_id").isNotNull())
-    return before.join(needed, "event_id", "left_semi").drop("horizon")
+    # An inner join with the distinct ids, not a semi join: Spark pushes a semi join below a union
+    # and below the coalesce that keeps a short run in one partition, and then shuffled and sorted
+    # every traffic event (all columns) to join it (about 3 s of the carry's write at night 16).
+    return before.join(needed.distinct(), "event_id").select(*before.columns)
 
 
 def windowed(events: DataFrame, horizons: DataFrame) -> DataFrame:

@@ -249,10 +249,13 @@ def write_carries(
     if plan.holds_traffic:
         paths = [done[IDS_TASK + spec.id] for spec in specs if spec.carry is not None]
         ids = one_partition(spark.read.parquet(*paths) if paths else spark.createDataFrame([], "event_id string"))
-        hz = plan.frame(spark)
-        rows = carried_events(ctx, specs, hz, ids).select(*schema_cols)
-        rows = rows.join(F.broadcast(hz.select("cluster_id", F.unix_micros("horizon").alias(HORIZON_COLUMN))),
-                         "cluster_id").withColumn(FINGERPRINT_COLUMN, F.lit(None).cast("string"))
+        rows = carried_events(ctx, specs, plan.horizons, ids).select(*schema_cols)
+        # the horizon of each row's cluster as a literal map (a join with a frame of horizons made the
+        # write shuffle every carried event in a short run: its size is unknown to Spark)
+        horizon_of = F.create_map(*[F.lit(x) for c, h in sorted(plan.horizons.items()) for x in (c, h)])
+        rows = rows.withColumns({
+            HORIZON_COLUMN: horizon_of[F.col("cluster_id")], FINGERPRINT_COLUMN: F.lit(None).cast("string"),
+        })
     else:
         rows = _no_carried_rows(ctx, schema_cols)
     markers = spark.createDataFrame(
