@@ -149,10 +149,12 @@ def _as_date(value: Any) -> dt.date | None:
 
 # What a bronze row weighs against the short-run limit, in bytes of input log: Parquet holds a row
 # in about 70 bytes, its log line was 400 (state) to 1,200 (request log) bytes, and the stages'
-# cost follows rows. In `epoch-audit bench-nights` a short night grew about 4 s a night with the
-# rows it re-read while a long one stayed near 105 s; 128 switches where they meet (about 330,000
-# rows and a night's 26 MB of files; docs/performance.md).
-BRONZE_ROW_BYTES = 128
+# cost follows rows. In `epoch-audit bench-nights` a short night grows with the rows it re-reads and
+# a long one stays near flat: 128 put the switch where they met (about 330,000 rows; the seventh
+# session). Since a short run reads a long history from its files instead of caching it, a short
+# rebuild of night 30 (700,000 rows) took 56-57 s against a long one's 67.6 s, so a row weighs 80:
+# the switch comes near 775,000 rows plus a night's files (docs/performance.md).
+BRONZE_ROW_BYTES = 80
 
 
 def bronze_as_input_bytes(events: Path, traffic_lag_minutes: int | None) -> int:
