@@ -148,14 +148,24 @@ def test_windowed_checks_answer_as_the_whole_history(spark, whole):
 
 def test_anchor_fingerprint_sees_a_changed_past_only(spark, whole):
     events, full_ctx, _ = whole
-    hz = _horizons(spark, events, H1)
-    base = {r["cluster_id"]: r["fingerprint"] for r in anchor_fingerprints(full_ctx, hz).collect()}
+    h1, h2 = _horizon_micros(events, H1), _horizon_micros(events, H2)
+
+    def at_h1(ctx: CheckContext) -> dict[str, str]:
+        return {c: fp for (c, h), fp in anchor_fingerprints(ctx, {c: [h] for c, h in h1.items()}).items()}
+
+    base = at_h1(full_ctx)
+    assert any(fp != "empty" for fp in base.values())
     # more history after the horizon: same fingerprints (a nightly run's normal case)
     later = events.where(
         F.col("event_time").isNull() | (F.col("event_time") < F.lit(BASE + timedelta(seconds=H2)))
     ).localCheckpoint()
-    cut = {r["cluster_id"]: r["fingerprint"] for r in anchor_fingerprints(check_context(later), hz).collect()}
-    assert cut == base
+    assert at_h1(check_context(later)) == base
+    # two horizons in one query: each as if asked alone, and a later horizon digests more rows
+    both = anchor_fingerprints(full_ctx, {c: [h1[c], h2[c]] for c in h1})
+    assert {c: both[(c, h1[c])] for c in h1} == base
+    assert any(both[(c, h2[c])] != base[c] for c in h1)
+    assert {c: fp for (c, _), fp in anchor_fingerprints(full_ctx, {c: [h2[c]] for c in h1}).items()} == {
+        c: both[(c, h2[c])] for c in h1}
     # a held epoch before the horizon changed (a late state-change line): that cluster's changes
     victim = (
         full_ctx.silver["broker_leader_epochs"]
@@ -168,7 +178,7 @@ def test_anchor_fingerprint_sees_a_changed_past_only(spark, whole):
         "leader_epoch",
         F.when(F.col("event_id") == victim["event_id"], F.col("leader_epoch") + 100).otherwise(F.col("leader_epoch")),
     )
-    now = {r["cluster_id"]: r["fingerprint"] for r in anchor_fingerprints(check_context(changed), hz).collect()}
+    now = at_h1(check_context(changed))
     assert {c for c in base if now[c] != base[c]} == {victim["cluster_id"]}
 
 

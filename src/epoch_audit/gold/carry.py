@@ -31,7 +31,8 @@ simulated histories, over two successive horizons.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import hashlib
+from collections.abc import Iterable, Mapping
 from functools import reduce
 
 from pyspark.sql import Column, DataFrame
@@ -124,12 +125,28 @@ def _row_hash(df: DataFrame, drop: tuple[str, ...] = ()) -> Column:
     return F.xxhash64(*[F.col(c) for c in cols])
 
 
-def anchor_fingerprints(ctx: CheckContext, horizons: DataFrame) -> DataFrame:
-    """(cluster_id, fingerprint): a digest of the state the carried answers stand on, before each
-    cluster's horizon: partition-timeline and broker-registration rows (without the end of their
-    validity, which a later row moves), the epochs brokers held, and KRaft fence records. Rows
-    without a time count as before. ``ctx`` holds every silver table (``check_context``)."""
-    h = F.broadcast(horizons.select("cluster_id", F.col("horizon").alias("_h")))
+def anchor_fingerprints(ctx: CheckContext, horizons: Mapping[str, Iterable[int]]) -> dict[tuple[str, int], str]:
+    """{(cluster_id, horizon): fingerprint} for each horizon (epoch microseconds) of each cluster of
+    ``horizons``: a digest of the state the carried answers stand on, before that horizon:
+    partition-timeline and broker-registration rows (without the end of their validity, which a
+    later row moves), the epochs brokers held, and KRaft fence records. Rows without a time count as
+    before. ``ctx`` holds every silver table (``check_context``); "empty" when no row lies before.
+
+    One query for every horizon asked (a night checks the stored horizon and digests the next one):
+    each row's horizons are literal maps, counted and summed per cluster in one aggregation per
+    table, no join. The digest of a (cluster, horizon) is per table its row count and the sum of its
+    rows' hashes, sorted and hashed (SHA-256) here: the same text whatever the query's shape, so a
+    stored fingerprint stays comparable."""
+    slots: dict[str, list[int]] = {c: sorted({int(h) for h in hs}) for c, hs in horizons.items()}
+    slots = {c: hs for c, hs in slots.items() if hs}
+    if not slots:
+        return {}
+    clusters = sorted(slots)
+    width = max(len(hs) for hs in slots.values())
+    slot_maps = [
+        F.create_map(*[F.lit(x) for c in clusters if j < len(slots[c]) for x in (c, slots[c][j])])
+        for j in range(width)
+    ]
     tables = [
         (ctx.silver["partition_timeline"], ("next_commit_offset",)),
         (ctx.silver["broker_registrations"], ("next_commit_offset",)),
@@ -138,19 +155,20 @@ def anchor_fingerprints(ctx: CheckContext, horizons: DataFrame) -> DataFrame:
     ]
     digests = []
     for i, (df, drop) in enumerate(tables):
-        rows = df.select("cluster_id", "event_time", _row_hash(df, drop).alias("_x")).join(h, "cluster_id")
-        rows = rows.where(F.coalesce(F.col("event_time") < F.col("_h"), F.lit(True)))
-        digests.append(
-            rows.groupBy("cluster_id").agg(
-                F.lit(i).alias("_t"),
-                F.count(F.lit(1)).alias("_n"),
-                F.sum(F.col("_x").cast("decimal(38,0)")).alias("_s"),
-            )
+        rows = df.where(F.col("cluster_id").isin(clusters)).select(
+            "cluster_id", F.unix_micros("event_time").alias("_time"), _row_hash(df, drop).alias("_x")
         )
-    parts = reduce(DataFrame.unionByName, digests)
-    text = F.concat_ws(":", "_t", "_n", F.col("_s").cast("string"))
-    fp = F.sha2(F.concat_ws(",", F.array_sort(F.collect_list(text))), 256)
-    known = horizons.select("cluster_id").distinct()
-    return known.join(parts.groupBy("cluster_id").agg(fp.alias("fingerprint")), "cluster_id", "left").select(
-        "cluster_id", F.coalesce("fingerprint", F.lit("empty")).alias("fingerprint")
-    )
+        sums = []
+        for j, horizon_of in enumerate(slot_maps):
+            h = horizon_of[F.col("cluster_id")]
+            before = h.isNotNull() & F.coalesce(F.col("_time") < h, F.lit(True))
+            sums += [F.count_if(before).alias(f"_n{j}"),
+                     F.sum(F.when(before, F.col("_x").cast("decimal(38,0)"))).alias(f"_s{j}")]
+        digests.append(rows.groupBy("cluster_id").agg(F.lit(i).alias("_table"), *sums))
+    texts: dict[tuple[str, int], list[str]] = {(c, h): [] for c, hs in slots.items() for h in hs}
+    for r in reduce(DataFrame.unionByName, digests).collect():  # a row per (cluster, table)
+        for j, h in enumerate(slots[r["cluster_id"]]):
+            if r[f"_n{j}"]:
+                texts[(r["cluster_id"], h)].append(f"{r['_table']}:{r[f'_n{j}']}:{int(r[f'_s{j}'])}")
+    return {key: hashlib.sha256(",".join(sorted(t)).encode()).hexdigest() if t else "empty"
+            for key, t in texts.items()}

@@ -11,11 +11,14 @@ exact for the bronze it was taken from.
   (:func:`drop_outdated_carries`): the next check re-reads that cluster's whole history.
 - The timelines stage reads only state events (:func:`read_state_events`): silver never reads
   traffic.
-- The check stage reads, per cluster with a valid carry, its state events, its traffic from the
-  horizon on and its carried events (:func:`read_check_traffic`); the others whole. In a short run
-  it takes the state events the timelines stage read and cached (``epoch_audit.stages.base``). Before
-  its checks run it plans the new carry from what it read (:func:`plan_carries`), its queries run
-  beside the checks (:func:`carry_tasks`), and after gold is written it stores it (:func:`write_carries`).
+- The check stage reads, per cluster with a carry, its state events, its traffic from the horizon on
+  and its carried events (:func:`read_check_traffic`); the others whole. In a short run it takes the
+  state events the timelines stage read (``epoch_audit.stages.base``). Before its checks run it plans
+  the new carry from what it read (:func:`plan_carries`), its queries run beside the checks
+  (:func:`carry_tasks`: among them the anchor fingerprints at the stored horizon, which say whether
+  the carry still holds, :func:`changed_anchors`; if not, that cluster is checked again over its
+  whole history before anything is written), and after gold is written it stores it
+  (:func:`write_carries`).
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from pyspark.sql import functions as F
 
 from epoch_audit.contracts.events import EVENT_CLASS_COLUMN, EVENT_DATE_COLUMN, OWN_TIME_COLUMN
 from epoch_audit.gold.carry import anchor_fingerprints, carried_events, is_traffic, next_horizons
-from epoch_audit.gold.context import CheckConfig, CheckContext, check_context
+from epoch_audit.gold.context import CheckContext
 from epoch_audit.gold.registry import InvariantSpec
 from epoch_audit.lake.storage import LakeStorage
 from epoch_audit.one_partition import one_partition
@@ -144,35 +147,6 @@ def read_check_traffic(storage: LakeStorage, clusters: list[str], horizons: dict
     return traffic.unionByName(carried.select(*traffic.columns))
 
 
-def valid_horizons(
-    spark: SparkSession,
-    storage: LakeStorage,
-    clusters: list[str],
-    silver: dict[str, DataFrame],
-    ctx_config: CheckConfig,
-    state: DataFrame,
-) -> dict[str, int]:
-    """The stored horizons of ``clusters`` whose anchors are unchanged before the horizon (a late
-    state file or a dump that changed an old epoch: the cluster is read whole this time).
-    ``state``: the state events of ``clusters`` (:func:`read_state_events`), as the caller read them."""
-    if not supports_carry(storage):
-        return {}
-    stored = carried_horizons(storage, clusters)
-    if not stored:
-        return {}
-    cands = sorted(stored)
-    hz = one_partition(spark.createDataFrame([(c, stored[c][0]) for c in cands], "cluster_id string, h long")).select(
-        "cluster_id", F.timestamp_micros("h").alias("horizon")
-    )
-    ctx = check_context(state.where(F.col("cluster_id").isin(cands)), silver, ctx_config)
-    now = {r["cluster_id"]: r["fingerprint"] for r in anchor_fingerprints(ctx, hz).collect()}
-    valid = {c: stored[c][0] for c in cands if now.get(c) == stored[c][1]}
-    changed = sorted(set(cands) - set(valid))
-    if changed:
-        log.info("state before the carried horizon changed for %s: reading their whole history", changed)
-    return valid
-
-
 @dataclass(frozen=True)
 class CarryPlan:
     """A run's next carry, decided before its checks run: each checked cluster's next horizon
@@ -181,12 +155,6 @@ class CarryPlan:
 
     horizons: dict[str, int]
     holds_traffic: bool
-
-    def frame(self, spark: SparkSession) -> DataFrame:
-        """(cluster_id, horizon) of the planned horizons."""
-        return one_partition(spark.createDataFrame(sorted(self.horizons.items()), "cluster_id string, h long")).select(
-            "cluster_id", F.timestamp_micros("h").alias("horizon")
-        )
 
 
 def plan_carries(ctx: CheckContext, clusters: list[str], previous: dict[str, int], lag_minutes: int) -> CarryPlan:
@@ -206,20 +174,31 @@ IDS_TASK = "carry_ids:"  # + the check's id
 
 
 def carry_tasks(
-    ctx: CheckContext, specs: tuple[InvariantSpec, ...], plan: CarryPlan, staged: str
+    ctx: CheckContext,
+    specs: tuple[InvariantSpec, ...],
+    plan: CarryPlan,
+    staged: str,
+    read_from: Mapping[str, int] | None = None,
 ) -> dict[str, Callable[[], Any]]:
     """The queries the carry of ``plan`` needs before its write, named, to run beside the checks
-    (``epoch_audit.spark.run_longest_first``): the anchor fingerprints at the new horizons, and,
-    when the carry holds traffic, each carrying check's ids (its ``carry``) staged as Parquet under
-    ``staged``, one query per check as the checks' own (each plan stays small). No task without a
-    horizon; no ids without traffic before one (the carry is its markers alone: the large plans of
-    the checks' carries are neither built nor run)."""
-    if not plan.horizons:
+    (``epoch_audit.spark.run_longest_first``): the anchor fingerprints, and, when the carry holds
+    traffic, each carrying check's ids (its ``carry``) staged as Parquet under ``staged``, one query
+    per check as the checks' own (each plan stays small). The fingerprints task answers
+    {"next": {cluster: fingerprint at its next horizon}, "read_from": {cluster: fingerprint at the
+    stored horizon it read from}} in one query (``read_from``: the horizons the run read traffic
+    from, which :func:`changed_anchors` checks against the stored fingerprints). No ids without
+    traffic before a horizon (the carry is its markers alone: the large plans of the checks' carries
+    are neither built nor run)."""
+    read_from = dict(read_from or {})
+    if not plan.horizons and not read_from:
         return {}
-    spark = ctx.events.sparkSession
 
-    def fingerprints() -> dict[str, str]:
-        return {r["cluster_id"]: r["fingerprint"] for r in anchor_fingerprints(ctx, plan.frame(spark)).collect()}
+    def fingerprints() -> dict[str, dict[str, str]]:
+        asked = {c: [h for h in (plan.horizons.get(c), read_from.get(c)) if h is not None]
+                 for c in {*plan.horizons, *read_from}}
+        found = anchor_fingerprints(ctx, asked)
+        return {"next": {c: found[(c, h)] for c, h in plan.horizons.items()},
+                "read_from": {c: found[(c, h)] for c, h in read_from.items()}}
 
     def stage_ids(spec: InvariantSpec) -> str:
         path = f"{staged}/{spec.id}"
@@ -227,9 +206,18 @@ def carry_tasks(
         return path
 
     tasks: dict[str, Callable[[], Any]] = {FINGERPRINTS_TASK: fingerprints}
-    if plan.holds_traffic:
+    if plan.horizons and plan.holds_traffic:
         tasks.update({IDS_TASK + spec.id: partial(stage_ids, spec) for spec in specs if spec.carry is not None})
     return tasks
+
+
+def changed_anchors(stored: Mapping[str, tuple[int, str]], done: Mapping[str, Any]) -> list[str]:
+    """The clusters whose state before their stored horizon changed since their carry was taken (a
+    late state file, a dump that changed an old epoch): the fingerprint :func:`carry_tasks` took at
+    the stored horizon is not the stored one. Their answers over the carry are void: the caller
+    checks them again over their whole history."""
+    now = done.get(FINGERPRINTS_TASK, {}).get("read_from", {})
+    return sorted(c for c, (_, fingerprint) in stored.items() if now.get(c) != fingerprint)
 
 
 def write_carries(
@@ -245,7 +233,7 @@ def write_carries(
     ``clusters``' old carries in one commit; return {cluster: new horizon (ISO, UTC)}. ``done``: the
     results of :func:`carry_tasks` (the fingerprints and the staged ids' paths)."""
     schema_cols = storage.columns(EVENTS_TABLE)
-    fps: dict[str, str] = done.get(FINGERPRINTS_TASK, {})
+    fps: dict[str, str] = done.get(FINGERPRINTS_TASK, {}).get("next", {})
     if plan.holds_traffic:
         paths = [done[IDS_TASK + spec.id] for spec in specs if spec.carry is not None]
         ids = one_partition(spark.read.parquet(*paths) if paths else spark.createDataFrame([], "event_id string"))

@@ -6,6 +6,7 @@ import datetime as dt
 import logging
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -32,13 +33,15 @@ from epoch_audit.silver.tables import SILVER_TABLES
 from epoch_audit.spark import run_longest_first
 from epoch_audit.stages.base import ShortRunInputs, StageResult, check_config, shared_key
 from epoch_audit.stages.carry import (
+    CarryPlan,
+    carried_horizons,
     carry_tasks,
+    changed_anchors,
     iso_of,
     plan_carries,
     read_check_traffic,
     read_state_events,
     supports_carry,
-    valid_horizons,
     write_carries,
 )
 from epoch_audit.stages.state import (
@@ -183,6 +186,67 @@ def write_input_problems(
     storage.replace_where(INPUT_PROBLEMS_TABLE, df, "cluster_id", clusters)
 
 
+@dataclass(frozen=True)
+class CheckPass:
+    """One pass of the check stage's queries over ``dirty`` (:func:`_check_pass`): nothing written."""
+
+    ctx: CheckContext
+    specs: tuple[InvariantSpec, ...]
+    not_run: list[str]
+    done: dict[str, Any]
+    task_seconds: dict[str, float]
+    carry_plan: CarryPlan | None
+    carry_seconds: float
+
+
+def _check_pass(
+    spark: SparkSession,
+    storage: LakeStorage,
+    config: AppConfig,
+    inputs: ShortRunInputs,
+    state: DataFrame,
+    silver: dict[str, DataFrame],
+    dirty: list[str],
+    horizons: dict[str, int],
+    staged: str,
+    runs: list[Row],
+) -> CheckPass:
+    """Every query of the check stage over ``dirty``'s state events and their traffic read from
+    ``horizons`` on (+ the carried): the checks staged under ``staged``, the next carry's queries
+    (among them the anchors at ``horizons``, :func:`changed_anchors`), the refused ISR joins and the
+    input problems, the longest first."""
+    from epoch_audit.gold.analysis.input_sanity import input_problems
+    from epoch_audit.gold.analysis.isr_joins import rejected_isr_joins
+
+    traffic = read_check_traffic(storage, dirty, horizons)
+    # cached in the background while the checks are planned (ShortRunInputs.warm)
+    traffic = None if traffic is None else inputs(traffic, warm=True)
+    events = state if traffic is None else state.unionByName(traffic)
+    # Every silver table once (the ones not in silver/ built from the events), shared by all checks.
+    absent = absent_event_types(state, REGISTRY, traffic)
+    ctx = check_context(events, silver, check_config(config), absent)
+    specs = runnable_checks(REGISTRY, absent)
+    not_run = [spec.id for spec in REGISTRY if spec not in specs]
+    if not_run:
+        log.info("no events these checks stand on, not run: %s", ", ".join(not_run))
+    tasks: dict[str, Callable[[], Any]] = dict(violation_tasks(ctx, specs, dirty, f"{staged}/violations"))
+    carry_plan, carry_seconds = None, 0.0
+    if config.incremental.carry_traffic and supports_carry(storage):
+        started = time.perf_counter()
+        carry_plan = plan_carries(ctx, dirty, horizons, config.incremental.traffic_lag_minutes)
+        carry_seconds = time.perf_counter() - started
+        tasks.update(carry_tasks(ctx, REGISTRY, carry_plan, f"{staged}/carry", horizons))
+    # Both read state types only (request-log FETCH / PRODUCE carry no controller line, mode
+    # sign or self-naming prefix): not the traffic, whose cache they would wait for.
+    tasks[REJECTED_TASK] = lambda: [
+        r.asDict() for r in rejected_isr_joins(state).orderBy("cluster_id", "reason").collect()
+    ]
+    tasks[PROBLEMS_TASK] = lambda: [p.to_dict() for p in input_problems(state)]
+    # Every query of the stage that needs no other's answer, the longest (last run) first.
+    done, task_seconds = run_longest_first(tasks, config.spark.concurrent_queries, previous_task_seconds(runs, "check"))
+    return CheckPass(ctx, specs, not_run, done, task_seconds, carry_plan, carry_seconds)
+
+
 def run_checks(
     spark: SparkSession, storage: LakeStorage, config: AppConfig, run_id: str, started_at: dt.datetime | None = None
 ) -> tuple[StageResult, DataFrame | None]:
@@ -201,9 +265,6 @@ def run_checks(
     naive; default: now), the first kept from the known row as ``run_id`` is (an older lake gets the
     columns before any stage runs: epoch_audit.stages.upgrade).
     """
-    from epoch_audit.gold.analysis.input_sanity import input_problems
-    from epoch_audit.gold.analysis.isr_joins import rejected_isr_joins
-
     if not storage.exists(EVENTS_TABLE):
         return StageResult("check", "skipped", {"reason": "no bronze events yet"}), None
     if not REGISTRY:
@@ -222,6 +283,7 @@ def run_checks(
     runs = storage.rows(RUN_SUMMARY_TABLE, ["run_id", "finished_at", "summary"])
     completed = sorted({r["run_id"] for r in runs})
     seen_at = F.lit(started_at or dt.datetime.now(dt.UTC).replace(tzinfo=None)).cast("timestamp")
+    carry = config.incremental.carry_traffic and supports_carry(storage)
     if dirty:
         with ShortRunInputs() as inputs:
             silver = {
@@ -230,40 +292,22 @@ def run_checks(
             }
             # Every state event, as the timelines stage of this run read and cached them (a short run).
             state = inputs.take(shared_key(storage.lake, dirty, fps), lambda: read_state_events(storage, dirty))
-            # Traffic: from each cluster's carried horizon on, plus the carried events (epoch_audit.stages.carry).
-            horizons = (
-                valid_horizons(spark, storage, dirty, silver, check_config(config), state)
-                if config.incremental.carry_traffic else {}
-            )
-            traffic = read_check_traffic(storage, dirty, horizons)
-            # cached in the background while the checks are planned (ShortRunInputs.warm)
-            traffic = None if traffic is None else inputs(traffic, warm=True)
-            events = state if traffic is None else state.unionByName(traffic)
-            # Every silver table once (the ones not in silver/ built from the events), shared by all checks.
-            absent = absent_event_types(state, REGISTRY, traffic)
-            ctx = check_context(events, silver, check_config(config), absent)
-            specs = runnable_checks(REGISTRY, absent)
-            not_run = [spec.id for spec in REGISTRY if spec not in specs]
-            if not_run:
-                log.info("no events these checks stand on, not run: %s", ", ".join(not_run))
+            # Traffic: from each cluster's carried horizon on, plus the carried events
+            # (epoch_audit.stages.carry), taken as valid: the check of its anchors is a query among the
+            # checks, and a cluster whose past changed is checked again whole before anything is written.
+            stored = carried_horizons(storage, dirty) if carry else {}
+            horizons = {c: h for c, (h, _) in stored.items()}
             staged = staging_dir(storage.lake, run_id)
-            tasks: dict[str, Callable[[], Any]] = dict(violation_tasks(ctx, specs, dirty, f"{staged}/violations"))
-            carry_plan, carry_seconds = None, 0.0
-            if config.incremental.carry_traffic and supports_carry(storage):
-                started = time.perf_counter()
-                carry_plan = plan_carries(ctx, dirty, horizons, config.incremental.traffic_lag_minutes)
-                carry_seconds = time.perf_counter() - started
-                tasks.update(carry_tasks(ctx, REGISTRY, carry_plan, f"{staged}/carry"))
-            # Both read state types only (request-log FETCH / PRODUCE carry no controller line, mode
-            # sign or self-naming prefix): not the traffic, whose cache they would wait for.
-            tasks[REJECTED_TASK] = lambda: [
-                r.asDict() for r in rejected_isr_joins(state).orderBy("cluster_id", "reason").collect()
-            ]
-            tasks[PROBLEMS_TASK] = lambda: [p.to_dict() for p in input_problems(state)]
-            # Every query of the stage that needs no other's answer, the longest (last run) first.
-            done, task_seconds = run_longest_first(
-                tasks, config.spark.concurrent_queries, previous_task_seconds(runs, "check")
-            )
+            while True:
+                checked = _check_pass(spark, storage, config, inputs, state, silver, dirty, horizons, staged, runs)
+                changed = changed_anchors({c: stored[c] for c in horizons}, checked.done)
+                if not changed:
+                    break
+                log.info("state before the carried horizon changed for %s: checking their whole history", changed)
+                remove_staging(staged)
+                horizons = {c: h for c, h in horizons.items() if c not in changed}
+            ctx, specs, done, carry_plan = checked.ctx, checked.specs, checked.done, checked.carry_plan
+            not_run, task_seconds = checked.not_run, checked.task_seconds
             # Both sides one cached partition in a short run: the two joins below (first_reports and
             # its join back) need no shuffle, and the staged files are read once, not per join.
             violations = inputs(staged_violations(ctx, [done[CHECK_TASK + spec.id] for spec in specs]))
@@ -288,7 +332,7 @@ def run_checks(
                 started = time.perf_counter()
                 carried["next"] = write_carries(spark, storage, ctx, REGISTRY, dirty, carry_plan, done)
                 # its plan and its write after gold; its queries ran beside the checks (task_seconds)
-                carried["seconds"] = round(carry_seconds + time.perf_counter() - started, 3)
+                carried["seconds"] = round(checked.carry_seconds + time.perf_counter() - started, 3)
             remove_staging(staged)
     entries = load_suppressions(config.checks.suppressions_file, {spec.id for spec in REGISTRY})
     if not storage.exists(VIOLATIONS_TABLE):
