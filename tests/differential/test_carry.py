@@ -11,6 +11,7 @@ that read the carry), as the pipeline chains them.
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 from datetime import timedelta
 
 import pytest
@@ -72,11 +73,54 @@ def straddling_history(seed: int) -> History:
     return h
 
 
-def _ctx(events: DataFrame) -> CheckContext:
+def reincarnating_history(seed: int) -> History:
+    """A KRaft cluster whose broker 2 registers twice before the second horizon and fetches under
+    each epoch (and the first incarnation once more after the newest): the ISR check's carry for H2
+    keeps the last fetch and the newest epoch's last, and drops the middle epoch's.
+    After H2 broker 2 leaves the ISR and rejoins on a fetch of its registered epoch (no violation),
+    leaves again, registers once more and rejoins without fetching (rule 2, citing the carried fetch).
+    Broker 1's fetches keep the leader's request log going. The seed moves the events around H1."""
+    rnd = random.Random(seed)
+    h = History(f"reincarnate-{seed}")
+    jitter = [rnd.uniform(-0.8, 0.8) for _ in range(4)]
 
+    def fetch(replica: int, be: int, t: float, offset: int = 100) -> None:
+        h.ev("request_fetch", 3, "request", t=t, topic="orders", partition=0, replica_id=replica, offset=offset,
+             high_watermark=100, broker_epoch=be)
+
+    h.batch(0, 3, t=0)
+    for i, be in {1: 10, 2: 20, 3: 30}.items():
+        h.register(i - 1, broker=i, be=be, t=0)
+    h.topic(3, t=0)
+    h.batch(4, 4, t=0.5)
+    h.partition(4, leader=3, isr=[1, 2, 3], t=0.5)
+    fetch(2, 20, 1.0)
+    h.batch(5, 5, t=1.5)
+    h.register(5, broker=2, be=35, fenced=False, t=1.5)
+    fetch(2, 35, 2.2 + jitter[0] / 2)
+    h.batch(6, 6, t=3 + jitter[1])
+    h.register(6, broker=2, be=50, fenced=False, t=3 + jitter[1])
+    for t in (4.2 + jitter[2], 5.5 + jitter[3]):
+        fetch(2, 50, t)
+    fetch(2, 20, 6.8)  # the first incarnation still fetching: the last fetch is not the newest epoch's
+    # leaves, rejoins on its epoch-50 fetch (no violation), leaves again
+    for offset, t, isr in ((7, 12, [1, 3]), (8, 14, [1, 2, 3]), (9, 16, [1, 3])):
+        h.batch(offset, offset, t=t)
+        h.change(offset, isr=isr, t=t)
+    h.batch(10, 10, t=17)
+    h.register(10, broker=2, be=90, fenced=False, t=17)
+    h.batch(11, 11, t=19)
+    h.change(11, isr=[1, 2, 3], t=19)  # rejoins registered under epoch 90, never fetched with it
+    for t in range(1, 26, 3):
+        fetch(1, 10, t + 0.3, offset=90)
+    return h
+
+
+def _ctx(events: DataFrame, carry_horizons: dict[str, int] | None = None) -> CheckContext:
     config = CheckConfig()
     builders = {**TIMELINE_TABLES, **BROKER_VIEW_TABLES}
-    return check_context(events, {name: fn(events, config).localCheckpoint() for name, fn in builders.items()})
+    silver = {name: fn(events, config).localCheckpoint() for name, fn in builders.items()}
+    return check_context(events, silver, carry_horizons=carry_horizons)
 
 
 def _answers(ctx: CheckContext) -> list[tuple]:
@@ -99,7 +143,8 @@ def _horizon_micros(events: DataFrame, seconds: float) -> dict[str, int]:
 
 @pytest.fixture(scope="module")
 def whole(spark):
-    histories = _histories(SEEDS) + [straddling_history(s) for s in range(6)]
+    histories = (_histories(SEEDS) + [straddling_history(s) for s in range(6)]
+                 + [reincarnating_history(s) for s in range(3)])
     rows = [r for h in histories for r in h.rows]
     events = with_file_own_time(to_df(spark, rows), {}).localCheckpoint()
     ctx = _ctx(events)
@@ -123,16 +168,19 @@ def test_windowed_checks_answer_as_the_whole_history(spark, whole):
     traffic = events.where(F.col("event_type").isin(*TRAFFIC_TYPES))
 
     night1 = _delivered(events, T1).localCheckpoint()
-    ctx1 = _ctx(night1)
+    ctx1 = _ctx(night1, _horizon_micros(events, H1))
     carry1 = carried_events(ctx1, REGISTRY, _horizon_micros(events, H1)).localCheckpoint()
 
     upto2 = _delivered(events, T2).localCheckpoint()
     whole2 = _ctx(upto2)  # silver as the pipeline builds it: from every state event delivered
     night2 = windowed(upto2, _horizons(spark, events, H1)).unionByName(carry1)
-    ctx2 = CheckContext(events=night2, silver=dict(whole2.silver))
+    ctx2 = CheckContext(events=night2, silver=dict(whole2.silver), carry_horizons=_horizon_micros(events, H2))
     assert _answers(ctx2) == _answers(whole2)
 
     carry2 = carried_events(ctx2, REGISTRY, _horizon_micros(events, H2)).localCheckpoint()
+    # the ISR check's carry left out the fetches of epochs no later join can be registered under
+    kept_all = carried_events(replace(ctx2, carry_horizons={}), REGISTRY, _horizon_micros(events, H2))
+    assert carry2.count() < kept_all.count(), (carry2.count(), kept_all.count())
     night3 = windowed(events, _horizons(spark, events, H2)).unionByName(carry2)
     assert _answers(CheckContext(events=night3, silver=dict(full_ctx.silver))) == want
 
@@ -144,6 +192,10 @@ def test_windowed_checks_answer_as_the_whole_history(spark, whole):
     for invariant in ("stale_broker_epoch_isr_join", "write_accepted_by_fenced_leader"):
         rows = [r for r in want if r[0] == invariant]
         assert any(set(r[ev]) & carried_ids for r in rows), f"no {invariant} stands on carried traffic"
+    # the rejoin after a registration without a fetch stands on a fetch of the epoch carried for H2
+    cluster = CHECK_COLUMNS.index("cluster_id")
+    rejoins = [r for r in want if r[0] == "stale_broker_epoch_isr_join" and r[cluster].startswith("reincarnate-")]
+    assert len(rejoins) == 3 and all(set(r[ev]) & carried_ids for r in rejoins), rejoins
 
 
 def test_anchor_fingerprint_sees_a_changed_past_only(spark, whole):

@@ -33,12 +33,15 @@ class CheckConfig:
 class CheckContext:
     """Bronze events plus the silver tables built from them, and the rule parameters (read-only).
     ``absent_types``: event types known to be missing from ``events`` (the check stage asks for the
-    ones the registry's ``needs`` name); empty when not asked."""
+    ones the registry's ``needs`` name); empty when not asked. ``carry_horizons``: {cluster: the
+    next carry's horizon, epoch microseconds} when the stage will keep a carry (a check's ``carry``
+    may then leave out what no answer after the horizon can ask for); empty: keep everything."""
 
     events: DataFrame
     silver: Mapping[str, DataFrame] = field(default_factory=dict)
     config: CheckConfig = field(default_factory=CheckConfig)
     absent_types: frozenset[str] = frozenset()
+    carry_horizons: Mapping[str, int] = field(default_factory=dict)
     _analyses: dict = field(default_factory=dict, init=False, compare=False, repr=False)
     _locks: dict = field(default_factory=dict, init=False, compare=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, compare=False, repr=False)
@@ -71,6 +74,7 @@ def check_context(
     silver: Mapping[str, DataFrame] | None = None,
     config: CheckConfig | None = None,
     absent_types: frozenset[str] = frozenset(),
+    carry_horizons: Mapping[str, int] | None = None,
 ) -> CheckContext:
     """A context holding every silver table: the ones given, the others built from ``events``.
 
@@ -83,4 +87,7 @@ def check_context(
         if name not in tables:
             built = build(events, config)
             tables[name] = built if name in TIMELINE_TABLES else built.cache()
-    return CheckContext(events=events, silver=tables, config=config, absent_types=absent_types)
+    return CheckContext(
+        events=events, silver=tables, config=config, absent_types=absent_types,
+        carry_horizons=dict(carry_horizons or {}),
+    )

@@ -157,10 +157,11 @@ class CarryPlan:
     holds_traffic: bool
 
 
-def plan_carries(ctx: CheckContext, clusters: list[str], previous: dict[str, int], lag_minutes: int) -> CarryPlan:
-    """The next carry of ``clusters`` from what this run read (``ctx``): one small query. A carried
-    horizon never moves back (the carry before it holds less than an earlier horizon needs)."""
-    spans = next_horizons(ctx.events, lag_minutes).select(
+def plan_carries(events: DataFrame, clusters: list[str], previous: dict[str, int], lag_minutes: int) -> CarryPlan:
+    """The next carry of ``clusters`` from what this run read (``events``, state and traffic): one small
+    query, before the checks' context is made (its ``carry_horizons``). A carried horizon never moves
+    back (the carry before it holds less than an earlier horizon needs)."""
+    spans = next_horizons(events, lag_minutes).select(
         "cluster_id", F.unix_micros("horizon").alias("h"), F.unix_micros("first_traffic").alias("first")
     ).collect()  # one row per cluster
     first = {r["cluster_id"]: r["first"] for r in spans}

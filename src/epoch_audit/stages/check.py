@@ -224,17 +224,20 @@ def _check_pass(
     events = state if traffic is None else state.unionByName(traffic)
     # Every silver table once (the ones not in silver/ built from the events), shared by all checks.
     absent = absent_event_types(state, REGISTRY, traffic)
-    ctx = check_context(events, silver, check_config(config), absent)
+    carry_plan, carry_seconds = None, 0.0
+    if config.incremental.carry_traffic and supports_carry(storage):
+        started = time.perf_counter()
+        carry_plan = plan_carries(events, dirty, horizons, config.incremental.traffic_lag_minutes)
+        carry_seconds = time.perf_counter() - started
+    # the checks' carries know the next horizons: what lies before them is all they keep
+    carry_horizons = carry_plan.horizons if carry_plan is not None and carry_plan.holds_traffic else None
+    ctx = check_context(events, silver, check_config(config), absent, carry_horizons)
     specs = runnable_checks(REGISTRY, absent)
     not_run = [spec.id for spec in REGISTRY if spec not in specs]
     if not_run:
         log.info("no events these checks stand on, not run: %s", ", ".join(not_run))
     tasks: dict[str, Callable[[], Any]] = dict(violation_tasks(ctx, specs, dirty, f"{staged}/violations"))
-    carry_plan, carry_seconds = None, 0.0
-    if config.incremental.carry_traffic and supports_carry(storage):
-        started = time.perf_counter()
-        carry_plan = plan_carries(ctx, dirty, horizons, config.incremental.traffic_lag_minutes)
-        carry_seconds = time.perf_counter() - started
+    if carry_plan is not None:
         tasks.update(carry_tasks(ctx, REGISTRY, carry_plan, f"{staged}/carry", horizons))
     # Both read state types only (request-log FETCH / PRODUCE carry no controller line, mode
     # sign or self-naming prefix): not the traffic, whose cache they would wait for.
