@@ -161,8 +161,10 @@ def bronze_as_input_bytes(events: Path, traffic_lag_minutes: int | None) -> int:
     """The local ``bronze/events`` rows a run reads, weighed as input bytes (``BRONZE_ROW_BYTES``
     a row), from the table's Delta log: every state partition, and per cluster the traffic
     partitions of the event days its carried horizon (``traffic_lag_minutes`` before its latest
-    traffic; None: no carry, all of them) can reach. Files a compaction replaced wait on disk for
-    ``maintain``'s vacuum and are never read. No readable log: the directory's bytes."""
+    traffic, from the files' ``event_time`` statistics where the log has them, else the whole days
+    the lag can reach back from the newest day; None: no carry, all of them) can reach. Files a
+    compaction replaced wait on disk for ``maintain``'s vacuum and are never read. No readable log:
+    the directory's bytes."""
     if not (events / "_delta_log").is_dir():
         return local_bytes([events])
     try:
@@ -185,9 +187,20 @@ def bronze_as_input_bytes(events: Path, traffic_lag_minutes: int | None) -> int:
         if is_traffic:
             newest[cluster] = max(day, newest.get(cluster, day))
     reach = dt.timedelta(days=-(-(traffic_lag_minutes or 0) // 1440))  # whole days, rounded up
+    first_day = {c: d - reach for c, d in newest.items()}
+    # With the files' time statistics, the horizon's own day: the check stage reads the traffic
+    # partitions from it on (epoch_audit.stages.carry.read_check_traffic), not a whole lag's days.
+    latest = files.get("max.event_time", [None] * len(sizes))
+    lag = dt.timedelta(minutes=traffic_lag_minutes or 0)
+    last_time: dict[Any, dt.datetime] = {}
+    for is_traffic, cluster, at in zip(traffic, clusters, latest, strict=True):
+        if is_traffic and isinstance(at, dt.datetime):
+            last_time[cluster] = max(at, last_time.get(cluster, at))
+    for cluster, at in last_time.items():
+        first_day[cluster] = max(first_day[cluster], (at - lag).date())
     return sum(
         weight for weight, is_traffic, cluster, day in zip(weights, traffic, clusters, days, strict=True)
-        if not is_traffic or day >= newest[cluster] - reach
+        if not is_traffic or day >= first_day[cluster]
     )
 
 

@@ -68,6 +68,28 @@ def test_bronze_weighs_the_rows_a_night_reads(tmp_path):
     assert bronze_as_input_bytes(events, None) == 570 * BRONZE_ROW_BYTES
 
 
+def test_bronze_weighs_the_traffic_from_the_horizons_day(tmp_path):
+    """With ``event_time`` statistics in the log, the traffic of the horizon's own day on: a one-hour
+    lag at 05:00 reads that day's partition only, a day's lag the day before too."""
+    import datetime as dt
+
+    import pyarrow as pa
+    from deltalake import write_deltalake
+
+    from epoch_audit.spark import BRONZE_ROW_BYTES, bronze_as_input_bytes
+
+    events = tmp_path / "lake" / "bronze" / "events"
+    for event_class, day, rows, hour in [("state", "2024-03-01", 10, 1), ("traffic", "2024-03-09", 500, 23),
+                                         ("traffic", "2024-03-10", 30, 5)]:
+        at = dt.datetime.fromisoformat(day).replace(hour=hour, tzinfo=dt.UTC)
+        table = pa.table({"cluster_id": ["c1"] * rows, "event_class": [event_class] * rows,
+                          "event_date": [day] * rows, "event_time": pa.array([at] * rows, pa.timestamp("us", "UTC"))})
+        write_deltalake(str(events), table, mode="append", partition_by=["cluster_id", "event_class", "event_date"])
+    assert bronze_as_input_bytes(events, 60) == 40 * BRONZE_ROW_BYTES
+    assert bronze_as_input_bytes(events, 1440) == 540 * BRONZE_ROW_BYTES
+    assert bronze_as_input_bytes(events, None) == 540 * BRONZE_ROW_BYTES
+
+
 def test_bronze_without_a_log_is_sized_as_a_directory(tmp_path):
     from epoch_audit.spark import bronze_as_input_bytes
 
