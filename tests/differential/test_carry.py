@@ -36,6 +36,17 @@ SEEDS = [11, 23, 37, 41]
 T1, H1, T2, H2 = 6.0, 4.0, 11.0, 9.0
 
 
+def _three_brokers(h: History, leader: int) -> None:
+    """Brokers 1-3 registered (broker epochs 10, 20, 30) at metadata offsets 0-2, topic ``orders``
+    (id T1) at 3, and its partition 0 at 4 (t = 0.5 s) with ``leader`` and every broker in the ISR."""
+    h.batch(0, 3, t=0)
+    for i, be in {1: 10, 2: 20, 3: 30}.items():
+        h.register(i - 1, broker=i, be=be, t=0)
+    h.topic(3, t=0)
+    h.batch(4, 4, t=0.5)
+    h.partition(4, leader=leader, isr=[1, 2, 3], t=0.5)
+
+
 def straddling_history(seed: int) -> History:
     """A KRaft cluster whose violations stand on traffic on both sides of the horizons.
 
@@ -49,12 +60,7 @@ def straddling_history(seed: int) -> History:
     rnd = random.Random(seed)
     h = History(f"straddle-{seed}")
     jitter = [rnd.uniform(-1.5, 1.5) for _ in range(8)]
-    h.batch(0, 3, t=0)
-    for i, be in {1: 10, 2: 20, 3: 30}.items():
-        h.register(i - 1, broker=i, be=be, t=0)
-    h.topic(3, t=0)
-    h.batch(4, 4, t=0.5)
-    h.partition(4, leader=1, isr=[1, 2, 3], t=0.5)
+    _three_brokers(h, leader=1)
     h.batch(5, 5, t=1)
     h.change(5, leader=3, isr=[1, 2, 3], t=1)  # broker 1 moved away
     h.ev("request_fetch", 3, "request", t=2.5 + jitter[0], topic="orders", partition=0, replica_id=2, offset=100,
@@ -88,12 +94,7 @@ def reincarnating_history(seed: int) -> History:
         h.ev("request_fetch", 3, "request", t=t, topic="orders", partition=0, replica_id=replica, offset=offset,
              high_watermark=100, broker_epoch=be)
 
-    h.batch(0, 3, t=0)
-    for i, be in {1: 10, 2: 20, 3: 30}.items():
-        h.register(i - 1, broker=i, be=be, t=0)
-    h.topic(3, t=0)
-    h.batch(4, 4, t=0.5)
-    h.partition(4, leader=3, isr=[1, 2, 3], t=0.5)
+    _three_brokers(h, leader=3)
     fetch(2, 20, 1.0)
     h.batch(5, 5, t=1.5)
     h.register(5, broker=2, be=35, fenced=False, t=1.5)
