@@ -222,7 +222,6 @@ def _check_pass(
     # cached in the background while the checks are planned (ShortRunInputs.warm)
     traffic = None if traffic is None else inputs(traffic, warm=True)
     events = state if traffic is None else state.unionByName(traffic)
-    # Every silver table once (the ones not in silver/ built from the events), shared by all checks.
     absent = absent_event_types(state, REGISTRY, traffic)
     carry_plan, carry_seconds = None, 0.0
     if config.incremental.carry_traffic and supports_carry(storage):
@@ -231,6 +230,7 @@ def _check_pass(
         carry_seconds = time.perf_counter() - started
     # the checks' carries know the next horizons: what lies before them is all they keep
     carry_horizons = carry_plan.horizons if carry_plan is not None and carry_plan.holds_traffic else None
+    # Every silver table once (the ones not in silver/ built from the events), shared by all checks.
     ctx = check_context(events, silver, check_config(config), absent, carry_horizons)
     specs = runnable_checks(REGISTRY, absent)
     not_run = [spec.id for spec in REGISTRY if spec not in specs]
