@@ -40,6 +40,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import MapType
 
 from epoch_audit.contracts.events import EVENT_CLASS_COLUMN, TRAFFIC_TYPES
+from epoch_audit.gold.analysis.keys import literal_map
 from epoch_audit.gold.analysis.leadership import fence_markers
 from epoch_audit.gold.context import CheckContext
 from epoch_audit.gold.registry import InvariantSpec
@@ -143,10 +144,7 @@ def anchor_fingerprints(ctx: CheckContext, horizons: Mapping[str, Iterable[int]]
         return {}
     clusters = sorted(slots)
     width = max(len(hs) for hs in slots.values())
-    slot_maps = [
-        F.create_map(*[F.lit(x) for c in clusters if j < len(slots[c]) for x in (c, slots[c][j])])
-        for j in range(width)
-    ]
+    slot_maps = [literal_map({c: slots[c][j] for c in clusters if j < len(slots[c])}) for j in range(width)]
     tables = [
         (ctx.silver["partition_timeline"], ("next_commit_offset",)),
         (ctx.silver["broker_registrations"], ("next_commit_offset",)),

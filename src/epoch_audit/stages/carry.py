@@ -34,6 +34,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from epoch_audit.contracts.events import EVENT_CLASS_COLUMN, EVENT_DATE_COLUMN, OWN_TIME_COLUMN
+from epoch_audit.gold.analysis.keys import literal_map
 from epoch_audit.gold.carry import anchor_fingerprints, carried_events, is_traffic, next_horizons
 from epoch_audit.gold.context import CheckContext
 from epoch_audit.gold.registry import InvariantSpec
@@ -241,7 +242,7 @@ def write_carries(
         rows = carried_events(ctx, specs, plan.horizons, ids).select(*schema_cols)
         # the horizon of each row's cluster as a literal map (a join with a frame of horizons made the
         # write shuffle every carried event in a short run: its size is unknown to Spark)
-        horizon_of = F.create_map(*[F.lit(x) for c, h in sorted(plan.horizons.items()) for x in (c, h)])
+        horizon_of = literal_map(plan.horizons)
         rows = rows.withColumns({
             HORIZON_COLUMN: horizon_of[F.col("cluster_id")], FINGERPRINT_COLUMN: F.lit(None).cast("string"),
         })

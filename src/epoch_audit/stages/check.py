@@ -208,13 +208,14 @@ def _check_pass(
     silver: dict[str, DataFrame],
     dirty: list[str],
     horizons: dict[str, int],
+    carry: bool,
     staged: str,
     runs: list[Row],
 ) -> CheckPass:
     """Every query of the check stage over ``dirty``'s state events and their traffic read from
     ``horizons`` on (+ the carried): the checks staged under ``staged``, the next carry's queries
     (among them the anchors at ``horizons``, :func:`changed_anchors`), the refused ISR joins and the
-    input problems, the longest first."""
+    input problems, the longest first. ``carry``: the next carry is planned (its queries among them)."""
     from epoch_audit.gold.analysis.input_sanity import input_problems
     from epoch_audit.gold.analysis.isr_joins import rejected_isr_joins
 
@@ -224,7 +225,7 @@ def _check_pass(
     events = state if traffic is None else state.unionByName(traffic)
     absent = absent_event_types(state, REGISTRY, traffic)
     carry_plan, carry_seconds = None, 0.0
-    if config.incremental.carry_traffic and supports_carry(storage):
+    if carry:
         started = time.perf_counter()
         carry_plan = plan_carries(events, dirty, horizons, config.incremental.traffic_lag_minutes)
         carry_seconds = time.perf_counter() - started
@@ -302,7 +303,9 @@ def run_checks(
             horizons = {c: h for c, (h, _) in stored.items()}
             staged = staging_dir(storage.lake, run_id)
             while True:
-                checked = _check_pass(spark, storage, config, inputs, state, silver, dirty, horizons, staged, runs)
+                checked = _check_pass(
+                    spark, storage, config, inputs, state, silver, dirty, horizons, carry, staged, runs
+                )
                 changed = changed_anchors({c: stored[c] for c in horizons}, checked.done)
                 if not changed:
                     break

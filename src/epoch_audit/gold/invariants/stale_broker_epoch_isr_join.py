@@ -36,6 +36,7 @@ from epoch_audit.gold.analysis.isr_joins import (
     last_high_watermark_fetches,
     probed_joins,
 )
+from epoch_audit.gold.analysis.keys import literal_map
 from epoch_audit.gold.analysis.violation_rows import registry_severity
 from epoch_audit.gold.context import CheckContext
 from epoch_audit.one_partition import read_once
@@ -55,15 +56,16 @@ def carry(ctx: CheckContext) -> DataFrame:
     fetch whose response named a high watermark (what an omitted partition's is filled from); per
     broker its last request-log line (``l_last``: the leader kept logging). The fetches and the probes
     are the check's own (``ctx.shared``)."""
-    fetches = ctx.shared(caught_up_fetches_of)
     key = ["f_cluster", "f_leader", "f_replica", "f_partition", "f_topic", "f_topic_id"]
-    last_fetches = fetches.groupBy(*key, "f_be").agg(F.max(F.struct("f_time", "f_event_id")).alias("_m"))
+    # one pass over the fetches: per key and replica epoch the last one and the first one's time
+    last_fetches = ctx.shared(caught_up_fetches_of).groupBy(*key, "f_be").agg(
+        F.max(F.struct("f_time", "f_event_id")).alias("_m"), F.min("f_time").alias("_first")
+    )
     if ctx.carry_horizons:
-        last_fetches = _later_epoch_fetches(fetches, last_fetches, ctx.carry_horizons, ctx.config.max_clock_skew_ms)
+        kept = _later_epoch_fetches(last_fetches, ctx.carry_horizons, ctx.config.max_clock_skew_ms)
         # the last caught-up fetch of each key (a probe's _F), whatever its epoch
-        last_fetches = last_fetches.unionByName(
-            fetches.groupBy(*key).agg(F.max(F.struct("f_time", "f_event_id")).alias("_m")), allowMissingColumns=True
-        )
+        last_of_key = last_fetches.groupBy(*key).agg(F.max("_m").alias("_m"))
+        last_fetches = kept.unionByName(last_of_key, allowMissingColumns=True)
     last_lines = (
         ctx.events.where((F.col("log_kind") == "request") & F.col("event_time").isNotNull())
         .groupBy("cluster_id", "broker_id")
@@ -83,12 +85,11 @@ def carry(ctx: CheckContext) -> DataFrame:
     return ids.where(F.col("event_id").isNotNull()).distinct()
 
 
-def _later_epoch_fetches(
-    fetches: DataFrame, last_fetches: DataFrame, horizons: Mapping[str, int], skew_ms: int
-) -> DataFrame:
-    """``last_fetches`` (the last caught-up fetch per key and replica epoch) without the epochs no join
-    after the next horizon can be registered under: below the highest replica epoch the replica
-    fetched with, anywhere in its cluster, more than the skew tolerance before the horizon.
+def _later_epoch_fetches(last_fetches: DataFrame, horizons: Mapping[str, int], skew_ms: int) -> DataFrame:
+    """``last_fetches`` (per key and replica epoch the last caught-up fetch, ``_m``, and the first
+    one's time, ``_first``) without the epochs no join after the next horizon can be registered
+    under: below the highest replica epoch the replica fetched with, anywhere in its cluster, more
+    than the skew tolerance before the horizon.
 
     A fetch carries the epoch its broker registered with (KIP-903), so that registration came before
     the fetch; timed more than the skew before the horizon (the leader's clock), it came before any
@@ -98,10 +99,9 @@ def _later_epoch_fetches(
     is a probe's ``_N``); the last fetch of each key whatever its epoch (a probe's ``_F``) is added by
     the caller. With frequent broker incarnations this is most of the carry (the 30-night bench kept
     80k fetches of 758 epochs)."""
-    horizon_of = F.create_map(*[F.lit(x) for c, h in sorted(horizons.items()) for x in (c, h)])
-    settled_before = horizon_of[F.col("f_cluster")] - F.lit(skew_ms * 1000)
+    settled_before = literal_map(horizons)[F.col("f_cluster")] - F.lit(skew_ms * 1000)
     settled = (
-        fetches.where(F.col("f_be").isNotNull() & (F.unix_micros("f_time") < settled_before))
+        last_fetches.where(F.col("f_be").isNotNull() & (F.unix_micros("_first") < settled_before))
         .groupBy("f_cluster", "f_replica")
         .agg(F.max("f_be").alias("_settled_be"))
     )
