@@ -405,7 +405,7 @@ def test_bronze_layout_reads_only_the_schema(spark, store, monkeypatch):
 def test_merge_partition_condition_bounds_the_target_to_the_sources_partitions(spark):
     """DeltaSparkStorage.upsert's MERGE condition (SQL text): the keys, and an IN list per partition
     column, nulls kept, values as literals of their own type (quotes escaped)."""
-    from epoch_audit.lake.delta_rs import _prunable_partition_columns
+    from epoch_audit.lake.delta_rs_actions import prunable_partition_columns
     from epoch_audit.lake.delta_spark import _merge_condition
 
     target = spark.createDataFrame(
@@ -427,5 +427,24 @@ def test_merge_partition_condition_bounds_the_target_to_the_sources_partitions(s
     assert _merge_condition(["id"], [], []) == "t.`id` <=> s.`id`"
     # delta-rs prunes by partition columns whose Delta-log string form is unambiguous, same type in the source
     table = spark.createDataFrame([], "a string, d date, t timestamp, x int").schema
-    assert _prunable_partition_columns(table, spark.createDataFrame([], "a string, d date, t timestamp, x long").schema,
+    assert prunable_partition_columns(table, spark.createDataFrame([], "a string, d date, t timestamp, x long").schema,
                                        ["a", "d", "t", "x"]) == ["a", "d"]
+
+
+def test_read_written_is_what_this_process_added(spark, store, tmp_path):
+    """A run's validation reads the files its own commits added, not the table's history."""
+    schema = "id int, cluster_id string, v string"
+    store.append("bronze/w", spark.createDataFrame([(1, "a", "x"), (2, "b", "x")], schema))
+    assert store.read_written("gold/none") is None  # never written by this process
+    later = DeltaRsStorage(spark, store.lake)  # the next night's process
+    assert later.read_written("bronze/w") is None
+    later.append("bronze/w", spark.createDataFrame([(3, "a", "y")], schema))
+    assert _rows(later.read_written("bronze/w"), "id") == [(3,)]
+    # an upsert that rewrites an older file: the rewritten file's rows are read with it (a superset)
+    later.upsert("bronze/w", spark.createDataFrame([(2, "b", "z"), (4, "b", "z")], schema), ["id"])
+    written = _rows(later.read_written("bronze/w"), "id", "v")
+    assert {(2, "z"), (3, "y"), (4, "z")} <= set(written) <= {(1, "x"), (2, "z"), (3, "y"), (4, "z")}, written
+    assert _rows(later.read("bronze/w"), "id") == [(1,), (2,), (3,), (4,)]
+    # a table this process created: every row it holds
+    later.append("bronze/new", spark.createDataFrame([(5, "c", "x")], schema))
+    assert _rows(later.read_written("bronze/new"), "id") == [(5,)]

@@ -22,12 +22,6 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
     BooleanType,
-    ByteType,
-    DataType,
-    DateType,
-    IntegerType,
-    LongType,
-    ShortType,
     StringType,
     StructField,
     StructType,
@@ -35,6 +29,13 @@ from pyspark.sql.types import (
 
 from epoch_audit import objstore
 from epoch_audit.lake import small_tables
+from epoch_audit.lake.delta_rs_actions import (
+    hive_values,
+    nullable,
+    partition_string,
+    prunable_partition_columns,
+    remove_actions,
+)
 from epoch_audit.lake.delta_rs_maintain import maintain_table
 from epoch_audit.lake.delta_stats import file_stats
 from epoch_audit.lake.descriptions import describe_delta_rs, described_schema, table_description_text
@@ -65,6 +66,8 @@ class DeltaRsStorage:
     engine: str = "delta-rs"
     # tables whose description and comments this process has checked: one look per table
     described: set[str] = dataclass_field(default_factory=set, repr=False, compare=False)
+    # per table, its version before this process's first commit to it (-1: it did not exist)
+    versions_before: dict[str, int] = dataclass_field(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self.remote = objstore.is_remote(self.lake)
@@ -207,7 +210,7 @@ class DeltaRsStorage:
         actions = pa.table(dt.get_add_actions(flatten=True))
         paths = [unquote(str(p)) for p in actions.column("path").to_pylist()]
         values = [
-            {c: _partition_string(actions.column(f"partition.{c}")[i].as_py()) for c in part_cols}
+            {c: partition_string(actions.column(f"partition.{c}")[i].as_py()) for c in part_cols}
             for i in range(len(paths))
         ] if part_cols else [{} for _ in paths]
         return list(zip(dt.file_uris(), paths, values, strict=True))
@@ -215,6 +218,16 @@ class DeltaRsStorage:
     def read(self, table: str, version: int | None = None) -> DataFrame:
         dt = self._table(table, version)
         return self._read_files(table, dt, [(u, v) for u, _, v in self._files(dt)])
+
+    def read_written(self, table: str) -> DataFrame | None:
+        """The rows of the live files this process's commits added to ``table``: every row it wrote
+        (and, in a file it rewrote, the rows that file kept). None when it committed nothing to it."""
+        before = self.versions_before.get(table)
+        if before is None:
+            return None
+        dt = self._table(table)
+        old = {rel for _, rel, _ in self._files(self._table(table, before))} if before >= 0 else set()
+        return self._read_files(table, dt, [(u, v) for u, rel, v in self._files(dt) if rel not in old])
 
     def read_where(self, table: str, column: str, values: list[str]) -> DataFrame:
         """Rows whose ``column`` is in ``values``; only those partitions' files when partitioned by it."""
@@ -265,7 +278,7 @@ class DeltaRsStorage:
                 objstore.delete_file(found)  # _SUCCESS and .crc side files are not table data
                 continue
             segments = found[len(written):].strip("/").split("/")[:-1]
-            values = _hive_values(segments)
+            values = hive_values(segments)
             if part_cols and HIVE_LAYOUT_WRITES:
                 # Into the table's own Hive directories (<table>/k=v/.../<write>-<file>): every file
                 # of the table then sits under one base path, and a read lets Spark take the
@@ -296,16 +309,18 @@ class DeltaRsStorage:
                 objstore.delete_dir(written)  # the emptied write directory
             # Partition columns are not in the files: the table schema is the DataFrame's.
             # An empty partitioned write leaves no file at all: nothing to add then.
-            return adds, _nullable(to_arrow_schema(schema))
+            return adds, nullable(to_arrow_schema(schema))
         if file_schema is None:
             raise StorageError(f"Spark wrote no Parquet file for {table}")
-        return adds, _nullable(file_schema)
+        return adds, nullable(file_schema)
 
     def _commit(self, table: str, actions: list, schema: pa.Schema, mode: str, part_cols: list[str]) -> None:
         from deltalake import DeltaTable
         from deltalake.transaction import create_table_with_add_actions
 
         crash_point(f"commit:{table}")
+        if table not in self.versions_before:
+            self.versions_before[table] = self._table(table).version() if self.exists(table) else -1
         if not self.exists(table):
             from deltalake import Schema
 
@@ -349,7 +364,7 @@ class DeltaRsStorage:
         columns = [c for c in kept.columns if c != "_file"]
         rewritten = kept.select(*columns).unionByName(new.select(*columns), allowMissingColumns=False)
         adds, schema = self._write_files(table, rewritten, cols)
-        self._commit(table, _removes(affected) + adds, schema, "append", cols)
+        self._commit(table, remove_actions(affected) + adds, schema, "append", cols)
 
     def upsert(self, table: str, df: DataFrame, keys: list[str], unique: bool = False) -> None:
         """Exact upsert: rewrite only the files holding a key of ``df``, in one commit.
@@ -371,11 +386,11 @@ class DeltaRsStorage:
             return
         dt = self._table(table)
         files = self._files(dt)
-        prune = _prunable_partition_columns(self.spark_schema(table, dt.version()), source.schema,
+        prune = prunable_partition_columns(self.spark_schema(table, dt.version()), source.schema,
                                             list(dt.metadata().partition_columns))
         if prune and files:
             wanted = {
-                tuple(_partition_string(v) for v in values) for values in source_partitions(source, prune)
+                tuple(partition_string(v) for v in values) for values in source_partitions(source, prune)
             }
             files = [f for f in files if tuple(f[2].get(c) for c in prune) in wanted]
         if not files:
@@ -421,15 +436,15 @@ class DeltaRsStorage:
         if self.exists(table):
             dt = self._table(table)
             files = self._files(dt)
-            prune = _prunable_partition_columns(self.spark_schema(table, dt.version()), schema, part_cols)
+            prune = prunable_partition_columns(self.spark_schema(table, dt.version()), schema, part_cols)
             if prune:
-                wanted = {tuple(_hive_values(u[len(staged):].strip("/").split("/")[:-1]).get(c) for c in prune)
+                wanted = {tuple(hive_values(u[len(staged):].strip("/").split("/")[:-1]).get(c) for c in prune)
                           for u in staged_files}
                 files = [f for f in files if tuple(f[2].get(c) for c in prune) in wanted]
             affected, kept = self._holding_keys(table, dt, files, source.select(*keys), keys) if files else ([], None)
             if affected:  # rows of an earlier, unfinished run: their files rewritten without these keys
                 kept_adds, _ = self._write_files(table, kept.select(*schema.fieldNames()), part_cols)
-                removes = _removes(affected)
+                removes = remove_actions(affected)
         adds, arrow_schema = self._adopt(table, staged, write_dir, part_cols, schema)
         self._commit(table, removes + kept_adds + adds, arrow_schema, "append", part_cols)
 
@@ -495,7 +510,7 @@ class DeltaRsStorage:
         size, meta = small_tables.write_file(objstore.join(self._dir(table), rel), data)
         add = AddAction(path=rel, size=size, partition_values={}, modification_time=int(time.time() * 1000),
                         data_change=True, stats=file_stats(meta))
-        self._commit(table, [*removes, add], _nullable(data.schema), mode, [])
+        self._commit(table, [*removes, add], nullable(data.schema), mode, [])
 
     def replace_where(self, table: str, df: DataFrame, column: str, values: list[str]) -> None:
         """Replace every row whose ``column`` is in ``values`` by ``df`` (one atomic commit)."""
@@ -524,36 +539,9 @@ class DeltaRsStorage:
         return maintain_table(self.path(table), self.options, retention_hours)
 
 
-def _partition_string(value: object) -> str | None:
-    """A partition value as the Delta log serialises it (dates ISO, null stays null)."""
-    if value is None:
-        return None
-    return value.isoformat() if hasattr(value, "isoformat") else str(value)
-
-
 def _write_dir_name() -> str:
     """A new write's directory name under the table (its files' name prefix in the Hive layout)."""
     return f"part-{time.strftime('%Y%m%d%H%M%S')}-{uuid.uuid4().hex[:12]}"
-
-
-def _hive_values(segments: list[str]) -> dict[str, str | None]:
-    """Partition values from a file's Hive directories (``k=v``), as the Delta log holds them."""
-    from urllib.parse import unquote
-
-    values: dict[str, str | None] = {}
-    for segment in segments:
-        key, _, raw = segment.partition("=")
-        values[key] = None if raw == "__HIVE_DEFAULT_PARTITION__" else unquote(raw)
-    return values
-
-
-def _removes(affected: list[tuple[str, str, dict]]) -> list:
-    """Remove actions of ``affected`` files ((uri, relative path, partition values))."""
-    from deltalake.transaction import RemoveAction
-
-    now = int(time.time() * 1000)
-    return [RemoveAction(path=rel, data_change=True, deletion_timestamp=now, partition_values=values or None)
-            for _, rel, values in affected]
 
 
 def _raw_uris(files_df: DataFrame) -> list[str]:
@@ -574,20 +562,3 @@ def _in_hive_layout(path: str, table_dir: str, part_cols: list[str]) -> bool:
     return len(parts) == len(part_cols) + 1 and all(
         part.startswith(f"{c}=") for part, c in zip(parts, part_cols, strict=False)
     )
-
-
-_PRUNABLE_TYPES = (StringType, DateType, BooleanType, ByteType, ShortType, IntegerType, LongType)
-
-
-def _prunable_partition_columns(table: StructType, source: StructType, part_cols: list[str]) -> list[str]:
-    """The partition columns an upsert of ``source`` can prune the table's files by (see upsert)."""
-    def same(a: DataType, b: DataType) -> bool:
-        return isinstance(a, _PRUNABLE_TYPES) and type(a) is type(b)
-
-    names = set(source.fieldNames())
-    return [c for c in part_cols if c in names and same(table[c].dataType, source[c].dataType)]
-
-
-def _nullable(schema: pa.Schema) -> pa.Schema:
-    """Delta table schemas are kept all-nullable so later writes never clash on nullability."""
-    return pa.schema([f.with_nullable(True) for f in schema]).remove_metadata()

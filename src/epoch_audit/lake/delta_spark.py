@@ -173,6 +173,11 @@ class DeltaSparkStorage:
     def read_where(self, table: str, column: str, values: list[str]) -> DataFrame:
         return self.read(table).where(F.col(column).isin(list(values)))
 
+    def read_written(self, table: str) -> DataFrame | None:
+        """None: which files this process's commits added is not tracked here (callers read the table)."""
+        del table
+        return None
+
     def read_partitions(
         self, table: str, keep: Callable[[dict[str, str | None]], bool], rows: Column
     ) -> DataFrame:

@@ -62,6 +62,9 @@ class LakeStorage(Protocol):
     def read_partitions(
         self, table: str, keep: Callable[[dict[str, str | None]], bool], rows: Column
     ) -> DataFrame: ...
+    # the rows of the files this process's commits added to the table (a superset of the rows it
+    # wrote), None where the engine does not track them or it wrote nothing there
+    def read_written(self, table: str) -> DataFrame | None: ...
     # Small tables (a row per file chunk, run, cluster or expectation): read and written by the
     # driver where the engine can (delta-rs: Arrow, no Spark job). ``rows`` gives dicts; callers
     # read no time columns through it (Spark gives local naive times, Arrow aware UTC ones).

@@ -14,11 +14,8 @@ from typing import Any
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from epoch_audit.lake.tables import EVENTS_TABLE, GOLD_STATE_TABLE, LEDGER_TABLE, SILVER_STATE_TABLE
 from epoch_audit.validate.base import ValidationSettings
-
-LEDGER_TABLE = "bronze/ingest_accounting"
-SILVER_STATE_TABLE = "state/silver_built"
-GOLD_STATE_TABLE = "state/gold_checked"
 
 
 def _this_run(storage: Any, table: str, settings: ValidationSettings) -> DataFrame | None:
@@ -28,10 +25,15 @@ def _this_run(storage: Any, table: str, settings: ValidationSettings) -> DataFra
 
 
 def bronze_events_of_run(events: DataFrame, storage: Any, settings: ValidationSettings) -> DataFrame:
-    """Events inside the line ranges this run's ingest read (partitions pruned to its clusters)."""
+    """Events inside the line ranges this run's ingest read: among the files this process added to
+    the table when the engine tracks them (a night's files, not the cluster's history: the read no
+    longer grows with the lake), else among the partitions of its clusters."""
     chunks = _this_run(storage, LEDGER_TABLE, settings)
     if chunks is None:
         return events.limit(0)
+    written = storage.read_written(EVENTS_TABLE)
+    if written is not None:
+        events = written
     chunks = chunks.select(
         F.col("cluster_id").alias("_c"), F.col("file_id").alias("_f"),
         F.col("start_line").alias("_s"), F.col("end_line").alias("_e"),
