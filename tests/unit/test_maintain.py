@@ -130,3 +130,46 @@ def test_every_registered_table_is_maintained():
     names = lake_tables()
     assert VIOLATIONS_TABLE in names and "silver/partition_timeline" in names
     assert not any(name.endswith("/") for name in names)
+
+
+def _sorted_by_type(store: DeltaRsStorage, where: str) -> list[bool]:
+    import pyarrow.parquet as pq
+
+    return [pq.read_table(u.removeprefix("file://"), columns=["event_type"]).column(0).to_pylist() == sorted(
+        pq.read_table(u.removeprefix("file://"), columns=["event_type"]).column(0).to_pylist())
+        for u in DeltaTable(store.path("bronze/events")).file_uris() if where in u]
+
+
+def test_maintain_sorts_bronzes_new_state_partitions_by_event_type(spark, tmp_path, capsys):
+    """The nights' state files, compacted, become one file sorted by type (the checks read by type:
+    Parquet then skips the other types' row groups); rows never change; a sorted partition that got
+    nothing new is not rewritten again."""
+    import datetime as dt
+
+    store = DeltaRsStorage(spark, str(tmp_path / "lake"))
+    schema = "event_id string, event_type string, cluster_id string, event_class string, event_date date"
+    day = dt.date(2024, 3, 5)
+    types = ["isr_updated", "become_leader", "checkpoint_replication_offset", "become_follower"]
+    for night in range(3):
+        rows = [(f"{night}-{i}", types[(i + night) % 4], "a", "state", day) for i in range(40)]
+        rows += [(f"{night}-t{i}", "request_fetch", "a", "traffic", day) for i in range(5)]
+        store.append("bronze/events", spark.createDataFrame(rows, schema).repartition(3))
+    before = sorted(tuple(r) for r in store.read("bronze/events").collect())
+    assert not all(_sorted_by_type(store, "event_class=state"))
+
+    assert main(["maintain", "--lake", str(tmp_path / "lake"), "--retention-hours", "0", "--json"]) == 0
+    done = json.loads(capsys.readouterr().out.strip().splitlines()[-1])["stages"]["maintain"]["tables"]
+    assert done["bronze/events"]["partitions_sorted"] == 1
+    assert sorted(tuple(r) for r in store.read("bronze/events").collect()) == before
+    assert _sorted_by_type(store, "event_class=state") == [True]
+
+    assert main(["maintain", "--lake", str(tmp_path / "lake"), "--retention-hours", "0", "--json"]) == 0
+    done = json.loads(capsys.readouterr().out.strip().splitlines()[-1])["stages"]["maintain"]["tables"]
+    assert done["bronze/events"]["partitions_sorted"] == 0
+    # a later night's file: its partition is sorted again, with it
+    store.append("bronze/events", spark.createDataFrame([("3-0", "alter_partition_failed", "a", "state", day)], schema))
+    assert main(["maintain", "--lake", str(tmp_path / "lake"), "--retention-hours", "0", "--json"]) == 0
+    done = json.loads(capsys.readouterr().out.strip().splitlines()[-1])["stages"]["maintain"]["tables"]
+    assert done["bronze/events"]["partitions_sorted"] == 1
+    assert _sorted_by_type(store, "event_class=state") == [True]
+    assert len(store.read("bronze/events").collect()) == len(before) + 1

@@ -536,7 +536,7 @@ class DeltaRsStorage:
 
     def maintain(self, table: str, retention_hours: int) -> dict[str, int]:
         """Compact, vacuum and checkpoint ``table`` (:func:`epoch_audit.lake.delta_rs_maintain.maintain_table`)."""
-        return maintain_table(self.path(table), self.options, retention_hours)
+        return maintain_table(self.path(table), self.options, retention_hours, table)
 
 
 def _write_dir_name() -> str:
