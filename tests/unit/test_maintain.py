@@ -153,15 +153,16 @@ def test_maintain_sorts_bronzes_new_state_partitions_by_event_type(spark, tmp_pa
     for night in range(3):
         rows = [(f"{night}-{i}", types[(i + night) % 4], "a", "state", day) for i in range(40)]
         rows += [(f"{night}-t{i}", "request_fetch", "a", "traffic", day) for i in range(5)]
+        rows += [(f"{night}-u", "become_leader", "a", "state", None)]  # untimed: a null day, left as it is
         store.append("bronze/events", spark.createDataFrame(rows, schema).repartition(3))
     before = sorted(tuple(r) for r in store.read("bronze/events").collect())
-    assert not all(_sorted_by_type(store, "event_class=state"))
+    assert not all(_sorted_by_type(store, "event_class=state/event_date=2024"))
 
     assert main(["maintain", "--lake", str(tmp_path / "lake"), "--retention-hours", "0", "--json"]) == 0
     done = json.loads(capsys.readouterr().out.strip().splitlines()[-1])["stages"]["maintain"]["tables"]
     assert done["bronze/events"]["partitions_sorted"] == 1
     assert sorted(tuple(r) for r in store.read("bronze/events").collect()) == before
-    assert _sorted_by_type(store, "event_class=state") == [True]
+    assert _sorted_by_type(store, "event_class=state/event_date=2024") == [True]
 
     assert main(["maintain", "--lake", str(tmp_path / "lake"), "--retention-hours", "0", "--json"]) == 0
     done = json.loads(capsys.readouterr().out.strip().splitlines()[-1])["stages"]["maintain"]["tables"]
@@ -171,5 +172,5 @@ def test_maintain_sorts_bronzes_new_state_partitions_by_event_type(spark, tmp_pa
     assert main(["maintain", "--lake", str(tmp_path / "lake"), "--retention-hours", "0", "--json"]) == 0
     done = json.loads(capsys.readouterr().out.strip().splitlines()[-1])["stages"]["maintain"]["tables"]
     assert done["bronze/events"]["partitions_sorted"] == 1
-    assert _sorted_by_type(store, "event_class=state") == [True]
+    assert _sorted_by_type(store, "event_class=state/event_date=2024") == [True]
     assert len(store.read("bronze/events").collect()) == len(before) + 1
