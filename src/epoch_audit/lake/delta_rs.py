@@ -319,9 +319,10 @@ class DeltaRsStorage:
         from deltalake.transaction import create_table_with_add_actions
 
         crash_point(f"commit:{table}")
+        exists = self.exists(table)
         if table not in self.versions_before:
-            self.versions_before[table] = self._table(table).version() if self.exists(table) else -1
-        if not self.exists(table):
+            self.versions_before[table] = self._table(table).version() if exists else -1
+        if not exists:
             from deltalake import Schema
 
             create_table_with_add_actions(
