@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import logging
 
 log = logging.getLogger(__name__)
@@ -36,7 +35,7 @@ def sort_new_partitions(table, where: tuple[str, str], column: str, properties) 
     fresh = sorted({
         tuple(partition_string(f[f"partition.{c}"]) for c in parts) for f in files
         if partition_string(f.get(f"partition.{where[0]}")) == where[1]
-        and (since is None or _millis(f["modification_time"]) > since)
+        and (since is None or f["modification_time"] > since)  # both epoch milliseconds in the log
     }, key=lambda values: [v or "" for v in values])
     # A null partition value (events without a time) has no "=" filter in delta-rs: left unsorted.
     fresh = [values for values in fresh if None not in values]
@@ -50,14 +49,6 @@ def sort_new_partitions(table, where: tuple[str, str], column: str, properties) 
         except Exception as err:  # an optimisation: the compaction, vacuum and checkpoint still run
             log.warning("maintain: partition %s not sorted by %s: %s", dict(partition), column, err)
     return done
-
-
-def _millis(value) -> float:
-    """An add action's modification time in epoch milliseconds (an integer in the log; a datetime
-    from deltalake versions that type it)."""
-    if hasattr(value, "timestamp"):
-        return (value if value.tzinfo else value.replace(tzinfo=dt.UTC)).timestamp() * 1000
-    return float(value)
 
 
 def maintain_table(
