@@ -18,6 +18,7 @@ from epoch_audit.gold.analysis.input_sanity import INPUT_PROBLEMS_SCHEMA
 from epoch_audit.lake.storage import DeltaRsStorage
 from epoch_audit.lake.tables import GOLD_STATE_TABLE, RUN_SUMMARY_TABLE, VIOLATIONS_TABLE
 from epoch_audit.stages.ingest import ACCOUNTING_SCHEMA, FILES_SCHEMA
+from epoch_audit.stages.input_signs import SIGNS_SCHEMA
 from epoch_audit.stages.maintain import lake_tables
 from epoch_audit.stages.state import RUN_SUMMARY_SCHEMA, RUN_SUMMARY_TYPED_SCHEMA, STATE_SCHEMA
 from epoch_audit.stages.suppress import SUPPRESSIONS_SCHEMA
@@ -60,6 +61,7 @@ def test_every_table_and_every_column_is_described(spark):
         "state/gold_checked": _ddl_columns(STATE_SCHEMA),
         "state/traffic_carry": EVENT_SCHEMA.fieldNames() + ["event_date", "event_class", "own_time",
                                                             "carry_horizon_micros", "carry_fingerprint"],
+        "state/input_signs": SIGNS_SCHEMA.fieldNames(),
     }
     events = spark.createDataFrame([], EVENT_SCHEMA)
     config = load_config(None, "local")

@@ -265,6 +265,22 @@ TABLES: dict[str, TableDescription] = {
         "Per cluster, the bronze fingerprint its violations were last checked from.",
         {"run_id": "The run that checked them."},
     ),
+    "state/input_signs": TableDescription(
+        "Per state partition of bronze/events (cluster, event class, day) and host, the signs the input "
+        "problems are read from (epoch_audit.stages.input_signs): a run reads again only the partitions whose "
+        "files changed.",
+        {
+            "event_class": "The partition's event class.",
+            "event_date": "The partition's day (ISO; null: events without a time).",
+            "files_fingerprint": "sha256 of the partition's live files when its signs were read.",
+            "code_fingerprint": "sha256 of the code that read them (other code reads the partition again).",
+            "zookeeper": "Some event of the host shows a ZooKeeper-mode controller.",
+            "kraft": "Some event of the host shows a KRaft quorum.",
+            "redpanda": "Some event of the host is Redpanda's.",
+            "migrating": "Some event of the host shows a ZooKeeper-to-KRaft migration.",
+            "speaks_as": "Other broker ids the host's self-naming lines speak as.",
+        },
+    ),
     "state/traffic_carry": TableDescription(
         "Carried request-log traffic: the older events a check still needs (bronze event columns), and one "
         "marker row per cluster with its horizon.",

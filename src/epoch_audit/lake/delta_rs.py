@@ -229,6 +229,16 @@ class DeltaRsStorage:
         old = {rel for _, rel, _ in self._files(self._table(table, before))} if before >= 0 else set()
         return self._read_files(table, dt, [(u, v) for u, rel, v in self._files(dt) if rel not in old])
 
+    def files_by_partition(self, table: str) -> dict[tuple[tuple[str, str | None], ...], list[str]] | None:
+        """The live files of ``table`` per partition (its (column, value) pairs in the table's
+        partition-column order, values as the Delta log holds them): their paths under the table, sorted."""
+        dt = self._table(table)
+        cols = list(dt.metadata().partition_columns)
+        out: dict[tuple[tuple[str, str | None], ...], list[str]] = {}
+        for _, rel, values in self._files(dt):
+            out.setdefault(tuple((c, values.get(c)) for c in cols), []).append(rel)
+        return {k: sorted(v) for k, v in out.items()}
+
     def read_where(self, table: str, column: str, values: list[str]) -> DataFrame:
         """Rows whose ``column`` is in ``values``; only those partitions' files when partitioned by it."""
         dt = self._table(table)

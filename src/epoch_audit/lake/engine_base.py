@@ -65,6 +65,9 @@ class LakeStorage(Protocol):
     # the rows of the files this process's commits added to the table (a superset of the rows it
     # wrote), None where the engine does not track them or it wrote nothing there
     def read_written(self, table: str) -> DataFrame | None: ...
+    # the live files per partition (keyed by its (column, value) pairs in the table's column order;
+    # paths under the table, sorted), None where the engine does not list them
+    def files_by_partition(self, table: str) -> dict[tuple[tuple[str, str | None], ...], list[str]] | None: ...
     # Small tables (a row per file chunk, run, cluster or expectation): read and written by the
     # driver where the engine can (delta-rs: Arrow, no Spark job). ``rows`` gives dicts; callers
     # read no time columns through it (Spark gives local naive times, Arrow aware UTC ones).

@@ -25,6 +25,7 @@ INPUT_PROBLEMS_TABLE = "gold/input_problems"
 SILVER_STATE_TABLE = "state/silver_built"
 GOLD_STATE_TABLE = "state/gold_checked"
 CARRY_TABLE = "state/traffic_carry"
+INPUT_SIGNS_TABLE = "state/input_signs"
 
 # Partition layout of new tables (an existing table keeps its own). Every table with a
 # ``cluster_id`` column under these names is partitioned by cluster: a nightly run rebuilds silver
@@ -64,6 +65,7 @@ LAKE_TABLES: tuple[LakeTable, ...] = (
     LakeTable(SILVER_STATE_TABLE, (), ("cluster_id",)),
     LakeTable(GOLD_STATE_TABLE, (), ("cluster_id",)),
     LakeTable(CARRY_TABLE, (PARTITION_COLUMN,), ("cluster_id",)),  # replaced per cluster
+    LakeTable(INPUT_SIGNS_TABLE, (), ("cluster_id", "event_class", "event_date", "host_id")),
 )
 
 

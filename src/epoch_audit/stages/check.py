@@ -31,6 +31,7 @@ from epoch_audit.lake.tables import (
 )
 from epoch_audit.silver.tables import SILVER_TABLES
 from epoch_audit.spark import run_longest_first
+from epoch_audit.stages import input_signs
 from epoch_audit.stages.base import ShortRunInputs, StageResult, check_config, shared_key
 from epoch_audit.stages.carry import (
     CarryPlan,
@@ -216,7 +217,6 @@ def _check_pass(
     ``horizons`` on (+ the carried): the checks staged under ``staged``, the next carry's queries
     (among them the anchors at ``horizons``, :func:`changed_anchors`), the refused ISR joins and the
     input problems, the longest first. ``carry``: the next carry is planned (its queries among them)."""
-    from epoch_audit.gold.analysis.input_sanity import input_problems
     from epoch_audit.gold.analysis.isr_joins import rejected_isr_joins
 
     traffic = read_check_traffic(storage, dirty, horizons)
@@ -245,7 +245,7 @@ def _check_pass(
     tasks[REJECTED_TASK] = lambda: [
         r.asDict() for r in rejected_isr_joins(state).orderBy("cluster_id", "reason").collect()
     ]
-    tasks[PROBLEMS_TASK] = lambda: [p.to_dict() for p in input_problems(state)]
+    tasks[PROBLEMS_TASK] = lambda: input_signs.input_problems(storage, dirty, state)
     # Every query of the stage that needs no other's answer, the longest (last run) first.
     done, task_seconds = run_longest_first(tasks, config.spark.concurrent_queries, previous_task_seconds(runs, "check"))
     return CheckPass(ctx, specs, not_run, done, task_seconds, carry_plan, carry_seconds)
@@ -329,9 +329,11 @@ def run_checks(
                 violations = violations.withColumn("run_id", F.lit(run_id)).withColumn("first_seen_at", seen_at)
             violations = violations.withColumn("last_seen_at", seen_at)
             violations = violations.select("run_id", "violation_id", *CHECK_COLUMNS, *SEEN_COLUMNS)
-            rejected, problems = done[REJECTED_TASK], done[PROBLEMS_TASK]
+            rejected, (problems, signs) = done[REJECTED_TASK], done[PROBLEMS_TASK]
             storage.replace_where(VIOLATIONS_TABLE, violations, "cluster_id", dirty)
             write_input_problems(spark, storage, problems, dirty, run_id)
+            if signs is not None:
+                input_signs.write_signs(storage, dirty, signs)
             mark_built(storage, GOLD_STATE_TABLE, dirty, fps, run_id)
             carried = {"read_from": {c: iso_of(h) for c, h in sorted(horizons.items())}}
             if carry_plan is not None:

@@ -73,9 +73,11 @@ def _flag(condition: Column, name: str) -> Column:
     return F.max(F.coalesce(condition, F.lit(False))).alias(name)
 
 
-def host_signs(events: DataFrame) -> DataFrame:
-    """Per (cluster_id, host_id): which modes its events show, whether any shows a migration, and
-    the other broker ids its self-naming lines speak as."""
+def host_signs(events: DataFrame, by: tuple[Column, ...] = ()) -> DataFrame:
+    """Per (cluster_id, host_id, ``by``): which modes its events show, whether any shows a
+    migration, and the other broker ids its self-naming lines speak as. Every sign is a flag some
+    row sets or a set of ids, so the signs of a union of rows are the merge of each part's
+    (:func:`merged_signs`): a nightly run keeps them per bronze partition (epoch_audit.stages.input_signs)."""
     et = F.col("event_type")
     migrating = (
         (F.col("details")["is_migrating_zk_broker"] == "true")
@@ -87,13 +89,30 @@ def host_signs(events: DataFrame) -> DataFrame:
         et.isin(*SELF_NAMING_EVENT_TYPES) & F.col("host_id").isNotNull() & (F.col("broker_id") != F.col("host_id")),
         F.col("broker_id"),
     )
-    return events.groupBy("cluster_id", "host_id").agg(
+    return events.groupBy("cluster_id", "host_id", *by).agg(
         _flag(et.isin(*ZOOKEEPER_EVENT_TYPES), "zookeeper"),
         _flag(et.startswith("md_") | et.isin(*KRAFT_EVENT_TYPES), "kraft"),
         _flag(et.startswith("rp_") | (F.col("log_kind") == "redpanda"), "redpanda"),
         _flag(migrating, "migrating"),
         F.array_sort(F.collect_set(other_self)).alias("speaks_as"),
     )
+
+
+SIGN_FLAGS = ("zookeeper", "kraft", "redpanda", "migrating")
+
+
+def merged_signs(parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per (cluster_id, host_id) from :func:`host_signs` rows of parts of the events: a flag
+    any part sets, the union of the ids spoken as (sorted)."""
+    merged: dict[tuple, dict[str, Any]] = {}
+    for row in parts:
+        key = (row["cluster_id"], row["host_id"])
+        into = merged.setdefault(key, {"cluster_id": key[0], "host_id": key[1], **dict.fromkeys(SIGN_FLAGS, False),
+                                       "speaks_as": []})
+        for flag in SIGN_FLAGS:
+            into[flag] = bool(into[flag] or row[flag])
+        into["speaks_as"] = sorted(set(into["speaks_as"]) | set(row["speaks_as"] or []))
+    return list(merged.values())
 
 
 def _hosts_text(hosts: list[int]) -> str:
