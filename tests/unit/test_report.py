@@ -276,3 +276,36 @@ def test_report_dir_takes_the_report_and_the_index_out_of_the_lake(report_lake, 
     assert "epoch-audit run report-elsewhere" in (out / "report-elsewhere" / "index.html").read_text()
     assert "report-elsewhere" in (out / "index.html").read_text()
     assert not (lake / "reports" / "report-elsewhere").exists()
+
+
+def test_summary_counts_from_the_lake_metadata_are_the_rows_counts(spark, tmp_path):
+    """Events from the Delta log's file statistics and hosts from the ledger: the same counts as
+    the grouped aggregate over bronze's rows, on every sample (clusters, hosts, formats), after a
+    later run added files and after maintain compacted them."""
+    from epoch_audit.config import AppConfig
+    from epoch_audit.lake.storage import DeltaRsStorage
+    from epoch_audit.lake.tables import EVENTS_TABLE
+    from epoch_audit.report.gather import event_summary, lake_summary_counts, summary_counts
+    from epoch_audit.stages.ingest import ingest
+
+    samples = Path(__file__).parents[2] / "data" / "samples"
+    root = tmp_path / "in"
+    for mode in ("kafka-kraft", "kafka-zk", "kafka-zk-strimzi"):
+        shutil.copytree(samples / mode, root / mode)
+    storage = DeltaRsStorage(spark, str(tmp_path / "lake"))
+
+    def from_rows() -> dict[str, int]:
+        return summary_counts([r.asDict() for r in event_summary(storage.read(EVENTS_TABLE)).collect()])
+
+    ingest(spark, storage, [str(root)], AppConfig(), "first")
+    first = lake_summary_counts(storage)
+    assert first == from_rows() and first["clusters"] >= 3 and first["hosts"] > first["clusters"]
+    shutil.copytree(samples / "redpanda", root / "redpanda")
+    ingest(spark, storage, [str(root)], AppConfig(), "second")
+    second = lake_summary_counts(storage)
+    assert second == from_rows() and second["events"] > first["events"] and second["hosts"] > first["hosts"]
+    storage.maintain(EVENTS_TABLE, retention_hours=168)
+    assert lake_summary_counts(storage) == from_rows()
+    # a file without statistics: the rows answer
+    storage.partition_row_counts = lambda table: None
+    assert lake_summary_counts(storage) is None

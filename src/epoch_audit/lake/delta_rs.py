@@ -239,6 +239,21 @@ class DeltaRsStorage:
             out.setdefault(tuple((c, values.get(c)) for c in cols), []).append(rel)
         return {k: sorted(v) for k, v in out.items()}
 
+    def partition_row_counts(self, table: str) -> dict[tuple[tuple[str, str | None], ...], int] | None:
+        """Rows per partition of ``table`` (keyed as :meth:`files_by_partition`) from the Delta log's file
+        statistics; None when a live file has none."""
+        dt = self._table(table)
+        cols = list(dt.metadata().partition_columns)
+        actions = pa.table(dt.get_add_actions(flatten=True))
+        if "num_records" not in actions.column_names or actions.column("num_records").null_count:
+            return None
+        values = [[partition_string(v) for v in actions.column(f"partition.{c}").to_pylist()] for c in cols]
+        out: dict[tuple[tuple[str, str | None], ...], int] = {}
+        for i, n in enumerate(actions.column("num_records").to_pylist()):
+            key = tuple((c, values[j][i]) for j, c in enumerate(cols))
+            out[key] = out.get(key, 0) + int(n)
+        return out
+
     def read_where(self, table: str, column: str, values: list[str]) -> DataFrame:
         """Rows whose ``column`` is in ``values``; only those partitions' files when partitioned by it."""
         dt = self._table(table)

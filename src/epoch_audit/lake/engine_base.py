@@ -68,6 +68,9 @@ class LakeStorage(Protocol):
     # the live files per partition (keyed by its (column, value) pairs in the table's column order;
     # paths under the table, sorted), None where the engine does not list them
     def files_by_partition(self, table: str) -> dict[tuple[tuple[str, str | None], ...], list[str]] | None: ...
+    # rows per partition (keyed as files_by_partition) from the table's file statistics, None where
+    # the engine does not read them or a file has none
+    def partition_row_counts(self, table: str) -> dict[tuple[tuple[str, str | None], ...], int] | None: ...
     # Small tables (a row per file chunk, run, cluster or expectation): read and written by the
     # driver where the engine can (delta-rs: Arrow, no Spark job). ``rows`` gives dicts; callers
     # read no time columns through it (Spark gives local naive times, Arrow aware UTC ones).

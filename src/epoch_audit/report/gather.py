@@ -128,6 +128,32 @@ def summary_counts(per_host: list[dict[str, Any]]) -> dict[str, int]:
     }
 
 
+def lake_summary_counts(storage: LakeStorage) -> dict[str, int] | None:
+    """:func:`summary_counts` without reading a bronze row: events per cluster partition from the
+    Delta log's file statistics, hosts from the ledger (a chunk that parsed lines put events of its
+    file's host in bronze, and every event comes from such a chunk). None where either is not at
+    hand (the engine keeps no statistics here, a file has none, bronze is not partitioned by
+    cluster, no ledger): :func:`event_summary` answers then."""
+    counts = storage.partition_row_counts(EVENTS_TABLE)
+    if counts is None or not storage.exists(LEDGER_TABLE):
+        return None
+    per_cluster: dict[str | None, int] = {}
+    for key, n in counts.items():
+        values = dict(key)
+        if "cluster_id" not in values:
+            return None
+        per_cluster[values["cluster_id"]] = per_cluster.get(values["cluster_id"], 0) + n
+    hosts = {
+        (r["cluster_id"], r["host_id"]) for r in storage.rows(LEDGER_TABLE, ["cluster_id", "host_id", "parsed"])
+        if r["host_id"] is not None and (r["parsed"] or 0) > 0
+    }
+    return {
+        "events": sum(per_cluster.values()),
+        "clusters": len([c for c, n in per_cluster.items() if c is not None and n > 0]),
+        "hosts": len(hosts),
+    }
+
+
 def partitions_with_violations(violations: DataFrame, limit: int) -> DataFrame:
     """The partitions (cluster, topic, partition) with a violation, most violations first."""
     return (
@@ -196,7 +222,7 @@ def gather(spark: SparkSession, storage: LakeStorage, config: AppConfig, run_id:
 
     summary: dict[str, Any] = {}
     if events is not None:
-        summary.update(summary_counts(_rows(event_summary(events))))
+        summary.update(lake_summary_counts(storage) or summary_counts(_rows(event_summary(events))))
     else:
         notes.append(f"{EVENTS_TABLE} is absent: no event counts, no evidence lines")
     parts_source = timeline if timeline is not None else events
