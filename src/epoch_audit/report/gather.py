@@ -17,6 +17,7 @@ from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from epoch_audit.config import AppConfig
+from epoch_audit.gold.evidence import RAW_CHARS, cited_events
 from epoch_audit.lake.storage import LakeStorage
 from epoch_audit.lake.tables import (
     EVENTS_TABLE,
@@ -31,7 +32,6 @@ from epoch_audit.lake.tables import VALIDATION_RESULTS_TABLE as RESULTS_TABLE
 from epoch_audit.report.runs import current_run, lines_read_by, run_history
 
 PARTITION_KEY = ["cluster_id", "topic", "partition"]
-RAW_CHARS = 4000
 
 # ---------------------------------------------------------------------------------------------
 # Pure transforms
@@ -135,7 +135,8 @@ def lake_summary_counts(storage: LakeStorage) -> dict[str, int] | None:
     hand (the engine keeps no statistics here, a file has none, bronze is not partitioned by
     cluster, no ledger): :func:`event_summary` answers then."""
     counts = storage.partition_row_counts(EVENTS_TABLE)
-    if counts is None or not storage.exists(LEDGER_TABLE):
+    wanted = ["cluster_id", "host_id", "parsed"]
+    if counts is None or not storage.exists(LEDGER_TABLE) or not set(wanted) <= set(storage.columns(LEDGER_TABLE)):
         return None
     per_cluster: dict[str | None, int] = {}
     for key, n in counts.items():
@@ -144,7 +145,7 @@ def lake_summary_counts(storage: LakeStorage) -> dict[str, int] | None:
             return None
         per_cluster[values["cluster_id"]] = per_cluster.get(values["cluster_id"], 0) + n
     hosts = {
-        (r["cluster_id"], r["host_id"]) for r in storage.rows(LEDGER_TABLE, ["cluster_id", "host_id", "parsed"])
+        (r["cluster_id"], r["host_id"]) for r in storage.rows(LEDGER_TABLE, wanted)
         if r["host_id"] is not None and (r["parsed"] or 0) > 0
     }
     return {
@@ -282,7 +283,9 @@ def gather(spark: SparkSession, storage: LakeStorage, config: AppConfig, run_id:
         if events is not None and ids:
             named = {r["cluster_id"] for r in data["violations"]}
             clusters = None if None in named else sorted(named)  # a violation without a cluster: read them all
-            data["evidence"] = {r["event_id"]: r for r in _rows(evidence_events(events, ids, clusters))}
+            cited = cited_events(storage)  # looked up once a run (validation's)
+            source = events if cited is None else cited
+            data["evidence"] = {r["event_id"]: r for r in _rows(evidence_events(source, ids, clusters))}
         if timeline is None:
             notes.append(f"{TIMELINE_TABLE} is absent: no epoch timeline charts")
         else:

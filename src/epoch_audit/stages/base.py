@@ -16,6 +16,7 @@ from pyspark.sql import DataFrame
 
 from epoch_audit import objstore
 from epoch_audit.config import AppConfig
+from epoch_audit.gold import evidence
 from epoch_audit.gold.context import CheckConfig
 from epoch_audit.one_partition import is_one_partition_session
 from epoch_audit.spark import default_parallelism
@@ -113,9 +114,11 @@ def release_shared() -> None:
 
 @contextmanager
 def stage_sharing() -> Iterator[None]:
-    """The stages of one run: what one shares and no later one takes is released at the end."""
+    """The stages of one run: what one shares and no later one takes is released at the end (and
+    the cited evidence events validation looks up are the report's, epoch_audit.gold.evidence)."""
     try:
-        yield
+        with evidence.sharing():
+            yield
     finally:
         release_shared()
 

@@ -24,6 +24,8 @@ from great_expectations.expectations.core.unexpected_rows_expectation import Une
 from great_expectations.expectations.expectation import Expectation
 
 # Temp views the runner registers for cross-table SQL (only when the table exists).
+# bronze/events' view holds the events gold's violations cite (epoch_audit.gold.evidence), what the
+# gold suite looks up in it, where they can be listed; else the whole table.
 VIEW_NAMES: dict[str, str] = {
     "bronze/events": "ea_v_bronze_events",
     "gold/violations": "ea_v_gold_violations",

@@ -33,6 +33,8 @@ from pyspark.sql.types import (
 )
 
 from epoch_audit import objstore
+from epoch_audit.gold.evidence import cited_events
+from epoch_audit.lake.tables import EVENTS_TABLE
 from epoch_audit.validate import bronze, gold, silver
 from epoch_audit.validate.base import VIEW_NAMES, ExpectNoOffendingRows, TableSuite, ValidationSettings
 from epoch_audit.validate.data_docs import make_offline, page_versions
@@ -289,7 +291,11 @@ def run_suites(
     now = datetime.now(UTC)
     present = frozenset(t for t in VIEW_NAMES if storage.exists(t))
     for table in present:
-        storage.read(table).createOrReplaceTempView(VIEW_NAMES[table])
+        view_frame = storage.read(table)
+        cited = cited_events(storage) if table == EVENTS_TABLE else None
+        if cited is not None:  # only the cited events are ever looked up in it (VIEW_NAMES)
+            view_frame = cited
+        view_frame.createOrReplaceTempView(VIEW_NAMES[table])
     settings = replace(settings, views=present)
     root = objstore.reports_root(storage.lake, settings.report_dir)
     # On an object store the GX project is worked on in a local copy: its files (results of
