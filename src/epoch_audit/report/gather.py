@@ -17,7 +17,7 @@ from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from epoch_audit.config import AppConfig
-from epoch_audit.gold.evidence import RAW_CHARS, cited_events
+from epoch_audit.gold.evidence import CITED_COLUMNS, RAW_CHARS, cited_events
 from epoch_audit.lake.storage import LakeStorage
 from epoch_audit.lake.tables import (
     EVENTS_TABLE,
@@ -98,19 +98,8 @@ def evidence_events(events: DataFrame, ids: list[str], clusters: list[str] | Non
     ``bench-nights``)."""
     if clusters is not None:
         events = events.where(F.col("cluster_id").isin(clusters))
-    return events.where(F.col("event_id").isin(ids)).select(
-        "event_id",
-        "event_type",
-        "cluster_id",
-        "host_id",
-        "broker_id",
-        "topic",
-        "partition",
-        F.col("event_time").cast("string").alias("event_time"),
-        "source_file",
-        "line_number",
-        F.substring("raw", 1, RAW_CHARS).alias("raw"),
-    )
+    shown = [F.col(c).cast("string").alias(c) if c == "event_time" else F.col(c) for c in CITED_COLUMNS]
+    return events.where(F.col("event_id").isin(ids)).select(*shown, F.substring("raw", 1, RAW_CHARS).alias("raw"))
 
 
 def event_summary(events: DataFrame) -> DataFrame:
