@@ -6,6 +6,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pytest
 from pyspark.sql import functions as F
 
 from epoch_audit.config import AppConfig
@@ -23,14 +24,25 @@ def _rows(df) -> list[tuple]:
     return sorted(tuple(r) for r in df.collect())
 
 
-def test_cited_events_are_the_bronze_rows_of_every_cited_id(spark, tmp_path: Path) -> None:
-    shutil.copytree(SAMPLES / "kafka-zk", tmp_path / "in")
-    storage = DeltaRsStorage(spark, str(tmp_path / "lake"))
-    assert evidence.cited_events(storage) is None  # no tables yet
+@pytest.fixture(scope="module")
+def checked_lake(spark, tmp_path_factory) -> DeltaRsStorage:
+    """The ZooKeeper samples ingested, their timelines built and checked (gold cites their events)."""
+    root = tmp_path_factory.mktemp("evidence")
+    shutil.copytree(SAMPLES / "kafka-zk", root / "in")
+    storage = DeltaRsStorage(spark, str(root / "lake"))
     config = AppConfig()
-    ingest(spark, storage, [str(tmp_path / "in")], config, "r1")
+    ingest(spark, storage, [str(root / "in")], config, "r1")
     run_timelines(spark, storage, config, "r1")
     run_checks(spark, storage, config, "r1")
+    return storage
+
+
+def test_no_tables_no_cited_events(spark, tmp_path: Path) -> None:
+    assert evidence.cited_events(DeltaRsStorage(spark, str(tmp_path / "lake"))) is None
+
+
+def test_cited_events_are_the_bronze_rows_of_every_cited_id(checked_lake: DeltaRsStorage) -> None:
+    storage = checked_lake
     violations = storage.read(VIOLATIONS_TABLE)
     ids = evidence.cited_ids(violations)
     assert ids and len(ids) == violations.select(F.explode("evidence")).distinct().count()
@@ -50,12 +62,6 @@ def test_cited_events_are_the_bronze_rows_of_every_cited_id(spark, tmp_path: Pat
     assert evidence.cited_events(storage) is not first
 
 
-def test_too_many_cited_ids_are_left_to_the_callers(spark, tmp_path: Path, monkeypatch) -> None:
-    shutil.copytree(SAMPLES / "kafka-zk", tmp_path / "in")
-    storage = DeltaRsStorage(spark, str(tmp_path / "lake"))
-    config = AppConfig()
-    ingest(spark, storage, [str(tmp_path / "in")], config, "r1")
-    run_timelines(spark, storage, config, "r1")
-    run_checks(spark, storage, config, "r1")
+def test_too_many_cited_ids_are_left_to_the_callers(checked_lake: DeltaRsStorage, monkeypatch) -> None:
     monkeypatch.setattr(evidence, "MAX_CITED_IDS", 1)
-    assert evidence.cited_events(storage) is None
+    assert evidence.cited_events(checked_lake) is None
