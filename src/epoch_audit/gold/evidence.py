@@ -55,9 +55,8 @@ def cited_events(storage: LakeStorage) -> DataFrame | None:
     ids = cited_ids(storage.read(VIOLATIONS_TABLE))
     if len(ids) > MAX_CITED_IDS:
         return None
-    events = storage.read(EVENTS_TABLE).where(F.col("event_id").isin(ids)) if ids else (
-        storage.read(EVENTS_TABLE).limit(0)
-    )
+    events = storage.read(EVENTS_TABLE)
+    events = events.where(F.col("event_id").isin(ids)) if ids else events.limit(0)
     found = events.select(*CITED_COLUMNS, F.substring("raw", 1, RAW_CHARS).alias("raw"))
     if _held is None:
         return found

@@ -110,9 +110,9 @@ def input_problems(
     for them (None: nothing to store, :func:`state_partitions` lists nothing here)."""
     current = state_partitions(storage, clusters)
     code = code_fingerprint()
-    if current is None:
+    if current is None or code is None:  # nothing stored can be trusted, and nothing is stored
         return [p.to_dict() for p in input_sanity.input_problems(state)], None
-    stored = stored_signs(storage, clusters) if code is not None else []
+    stored = stored_signs(storage, clusters)
     kept = [
         r for r in stored
         if r["code_fingerprint"] == code and current.get(_partition(r)) == r["files_fingerprint"]
@@ -121,11 +121,11 @@ def input_problems(
     changed = sorted((p for p in current if p not in reused), key=str)
     fresh = partition_signs(state, None if len(changed) == len(current) else changed) if changed else []
     for row in fresh:
-        row.update(files_fingerprint=current[_partition(row)], code_fingerprint=code or "")
+        row.update(files_fingerprint=current[_partition(row)], code_fingerprint=code)
     log.info("input problems: %d of %d state partitions read, %d as stored", len(changed), len(current), len(reused))
     signs = input_sanity.merged_signs(kept + fresh)
     problems = [p.to_dict() for p in input_sanity.problems_of(signs)]
-    return problems, (kept + fresh if code is not None else None)
+    return problems, kept + fresh
 
 
 def _partition(row: dict[str, Any]) -> Partition:
@@ -135,7 +135,8 @@ def _partition(row: dict[str, Any]) -> Partition:
 def stored_signs(storage: LakeStorage, clusters: list[str] | None = None) -> list[dict[str, Any]]:
     """The stored signs rows of ``clusters`` (None: of every cluster)."""
     rows = storage.rows(INPUT_SIGNS_TABLE) if storage.exists(INPUT_SIGNS_TABLE) else []
-    return rows if clusters is None else [r for r in rows if r["cluster_id"] in set(clusters)]
+    wanted = None if clusters is None else set(clusters)
+    return rows if wanted is None else [r for r in rows if r["cluster_id"] in wanted]
 
 
 def write_signs(storage: LakeStorage, clusters: list[str], rows: list[dict[str, Any]]) -> None:
