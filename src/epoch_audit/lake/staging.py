@@ -5,7 +5,12 @@ never read by another run."""
 from __future__ import annotations
 
 import shutil
+from collections.abc import Sequence
+from datetime import date
 
+import pyarrow as pa
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
@@ -49,3 +54,82 @@ def read_staged(spark: SparkSession, path: str, schema: StructType) -> DataFrame
     if not objstore.is_dir(path):
         return spark.createDataFrame([], schema)
     return spark.read.schema(schema).option("basePath", path).parquet(path).select(*schema.fieldNames())
+
+
+# -- staged Parquet written by Python workers (the ingest pass on a local lake) ------------------
+HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
+# Spark's ExternalCatalogUtils.escapePathName (copied from Hive): these ASCII characters of a
+# partition value are written %XX in its directory name; everything else as it is.
+_ESCAPED = frozenset([*map(chr, range(1, 0x20)), *"\"#%'*/:=?\\\x7f{[]^"])
+ROW_GROUP_BYTES = 32 << 20  # a partition's rows are buffered up to this much Arrow memory, then written
+
+
+def hive_dir(columns: Sequence[str], values: Sequence[object]) -> str:
+    """The Hive directories (``k=v/...``) Spark's partitioned write names for ``values``: None or
+    "" as ``__HIVE_DEFAULT_PARTITION__``, a date as ISO, the escaped characters as ``%XX``."""
+    segments = []
+    for column, value in zip(columns, values, strict=True):
+        text = "" if value is None else value.isoformat() if isinstance(value, date) else str(value)
+        escaped = "".join(f"%{ord(c):02X}" if c in _ESCAPED else c for c in text) if text else HIVE_NULL
+        segments.append(f"{column}={escaped}")
+    return "/".join(segments)
+
+
+class HiveParquetWriter:
+    """Arrow rows written as :func:`write_delta_ready` would write them (snappy Parquet, microsecond
+    UTC timestamps, the partition columns in the directories only), from a Python worker: one file
+    per partition value and writer, written row group by row group. ``name`` makes the file names
+    of this writer unique (``<name>.c000.snappy.parquet``); :meth:`close` returns every file written
+    (its path relative to ``path``, its rows) for the driver to vouch for."""
+
+    def __init__(self, path: str, schema: pa.Schema, partition_by: Sequence[str], name: str) -> None:
+        self.fs, self.base = objstore.filesystem(path)
+        self.partition_by = tuple(partition_by)
+        self.file_schema = pa.schema([f for f in schema if f.name not in self.partition_by])
+        self.name = name
+        self._pending: dict[tuple, list[pa.RecordBatch]] = {}
+        self._pending_bytes: dict[tuple, int] = {}
+        self._writers: dict[tuple, tuple[str, pq.ParquetWriter]] = {}
+        self._rows: dict[tuple, int] = {}
+
+    def write(self, values: tuple, batch: pa.RecordBatch) -> None:
+        """Rows of one partition (``values`` of the partition columns; ``batch`` in ``file_schema``)."""
+        self._pending.setdefault(values, []).append(batch)
+        self._rows[values] = self._rows.get(values, 0) + batch.num_rows
+        self._pending_bytes[values] = self._pending_bytes.get(values, 0) + batch.nbytes
+        if self._pending_bytes[values] >= ROW_GROUP_BYTES:
+            self._flush(values)
+
+    def _flush(self, values: tuple) -> None:
+        batches = self._pending.pop(values, [])
+        self._pending_bytes.pop(values, None)
+        if not batches:
+            return
+        if values not in self._writers:
+            relative = f"{hive_dir(self.partition_by, values)}/{self.name}.c000.snappy.parquet"
+            where = f"{self.base}/{relative}"
+            if isinstance(self.fs, pafs.LocalFileSystem):
+                self.fs.create_dir(where.rsplit("/", 1)[0], recursive=True)
+            writer = pq.ParquetWriter(where, self.file_schema, filesystem=self.fs, compression="snappy",
+                                      coerce_timestamps="us", store_schema=False)
+            self._writers[values] = (relative, writer)
+        self._writers[values][1].write_table(pa.Table.from_batches(batches, self.file_schema),
+                                             row_group_size=sum(b.num_rows for b in batches))
+
+    def close(self) -> list[tuple[str, int]]:
+        for values in list(self._pending):
+            self._flush(values)
+        written = []
+        for values, (relative, writer) in self._writers.items():
+            writer.close()
+            written.append((relative, self._rows[values]))
+        return written
+
+
+def remove_unlisted(path: str, listed: set[str]) -> None:
+    """Delete the Parquet files under ``path`` whose relative path is not in ``listed``: what a
+    failed or retried task attempt wrote before it died (a finished attempt lists its files)."""
+    base = objstore.listed_form(path)
+    for uri, _, _ in objstore.list_files(path):
+        if uri.endswith(".parquet") and uri[len(base):].lstrip("/") not in listed:
+            objstore.delete_file(uri)

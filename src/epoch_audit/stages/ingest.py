@@ -40,9 +40,10 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from epoch_audit import objstore
 from epoch_audit.bronze.discover import describe, discover_inputs, in_window, plan_reads
 from epoch_audit.bronze.own_time import layout_columns, with_bronze_layout
-from epoch_audit.bronze.single_pass import PASS_SCHEMA, pass_rows, side_facts
+from epoch_audit.bronze.single_pass import PASS_SCHEMA, STAGED_PARTITIONS, pass_rows, side_facts, write_pass
 from epoch_audit.config import AppConfig
 from epoch_audit.lake.staging import read_staged, remove_staging, staging_dir, write_delta_ready
 from epoch_audit.lake.storage import LakeStorage
@@ -109,6 +110,12 @@ class IngestResult:
         return asdict(self)
 
 
+def workers_write(staged_dir: str) -> bool:
+    """Whether the pass's Python workers write its staged files (a local lake), or Spark does: an
+    object store's credentials may be the Spark session's only (abfss, dbfs), not the workers'."""
+    return not objstore.is_remote(staged_dir)
+
+
 def _consumed(storage: LakeStorage) -> dict[str, dict]:
     if not storage.exists(FILES_TABLE):
         return {}
@@ -169,15 +176,17 @@ def ingest(
     staging = staging_dir(storage.lake, run_id)
     seeds = {t.file_id: consumed[t.file_id]["max_event_micros"] for t in plan.tasks if t.file_id in consumed}
     staged_dir = f"{staging}/pass"
-    write_delta_ready(pass_rows(spark, plan.tasks, config, seeds), staged_dir, ["row_kind", *BRONZE_EVENTS_PARTITIONS])
-    staged = read_staged(spark, staged_dir, PASS_SCHEMA)
+    if not workers_write(staged_dir):
+        write_delta_ready(pass_rows(spark, plan.tasks, config, seeds), staged_dir, STAGED_PARTITIONS)
+        side = read_staged(spark, staged_dir, PASS_SCHEMA).where(F.col("row_kind").isin("file", "irrelevant_family"))
+        side_rows = [r.asDict() for r in side.select("row_kind", "file_id", "details").collect()]
+    else:  # the Python workers write the staged files themselves (bronze.single_pass.write_pass)
+        side_rows = write_pass(spark, plan.tasks, config, seeds, staged_dir)
     timer.lap("read_parse_and_count")
     counts: dict[str, dict] = {}
     families: Counter[str] = Counter()
     # one row per file read, and one per family of its irrelevant lines: small
-    for r in staged.where(F.col("row_kind").isin("file", "irrelevant_family")).select(
-        "row_kind", "file_id", "details"
-    ).collect():
+    for r in side_rows:
         facts = side_facts(r["details"])
         if r["row_kind"] == "file":
             counts[r["file_id"]] = facts
@@ -201,6 +210,7 @@ def ingest(
         storage.upsert(EVENTS_TABLE, staged_events.select(*columns), ["event_id"], unique=vouched)
     timer.lap("bronze_events")
     if any(c["malformed"] for c in counts.values()):
+        staged = read_staged(spark, staged_dir, PASS_SCHEMA)
         quarantine = staged.where(F.col("row_kind") == "quarantine").select(
             "file_id", "source_file", "line_number", F.col("details")["reason"].alias("reason"), "raw",
             F.lit(run_id).alias("run_id"),
@@ -253,8 +263,9 @@ def ingest(
         irrelevant=totals["irrelevant"],
         malformed=totals["malformed"],
         step_seconds=timer.seconds,
-        irrelevant_families=[{"family": family, "lines": lines}
-                             for family, lines in families.most_common(IRRELEVANT_FAMILIES_LISTED)],
+        # biggest first, ties by name: the same summary whichever task finished first
+        irrelevant_families=[{"family": family, "lines": lines} for family, lines in
+                             sorted(families.items(), key=lambda kv: (-kv[1], kv[0]))[:IRRELEVANT_FAMILIES_LISTED]],
         redacted_secrets=sum(int(counts.get(task.file_id, {}).get("redacted") or 0) for task in plan.tasks),
         **skipped_summary,
     )
