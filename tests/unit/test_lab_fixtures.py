@@ -35,3 +35,13 @@ def test_real_lab_lines_parse_without_quarantine(spark, tmp_path: Path, run: str
     expected = {"state-change", "server", "request", "segment-dump"}
     expected |= {"metadata-dump"} if run.startswith("kraft") else set()
     assert expected <= set(kinds), kinds
+
+
+def test_a_lab_cluster_id_never_starts_with_a_dash(monkeypatch):
+    import uuid
+
+    from epoch_audit.lab import cluster
+
+    drawn = iter([uuid.UUID(bytes=b"\xf8" + bytes(15)), uuid.UUID(bytes=b"\x01" * 16)])
+    monkeypatch.setattr(cluster.uuid, "uuid4", lambda: next(drawn))
+    assert cluster.kafka_uuid() == "AQEBAQEBAQEBAQEBAQEBAQ"  # the first draw, "-AAAA...", is drawn again

@@ -13,6 +13,11 @@ reason in ``details``), ``file`` (one per task: its counts and the max event tim
 ``irrelevant_family`` (a family of the file's irrelevant lines and their number). The three kinds
 beside events carry their facts in ``details`` (:func:`side_facts` reads them back), so that every
 row has the columns of a bronze event: staged by ``row_kind``, the event files are bronze's own.
+
+On a local lake the workers write the staged events and quarantined lines themselves
+(:func:`write_pass`, ``lake.staging.HiveParquetWriter``: the files Spark's write would leave, same
+directories, types and statistics) and hand the JVM only the small rows; elsewhere Spark writes
+what :func:`pass_rows` yields.
 """
 
 from __future__ import annotations

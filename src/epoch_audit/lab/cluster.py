@@ -55,8 +55,13 @@ def port_open(port: int) -> bool:
 
 
 def kafka_uuid() -> str:
-    """A Kafka ``Uuid`` string (22 characters of URL-safe base64), as ``kafka-storage random-uuid`` prints."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    """A Kafka ``Uuid`` string (22 characters of URL-safe base64), as ``kafka-storage random-uuid`` prints:
+    never one starting with ``-`` (Kafka's ``Uuid.randomUuid`` draws again; a tool's argument parser
+    takes it for an option: ``format -t -x...`` fails)."""
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not text.startswith("-"):
+            return text
 
 
 @dataclass

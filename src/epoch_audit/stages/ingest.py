@@ -8,10 +8,11 @@ stream, rotation order, format), and decide what is new by comparing with ``bron
 
 Executor side (big): ONE ``mapInArrow`` pass over the read tasks (``bronze.single_pass``) reads each
 file's new bytes, frames log records, runs the parsers' Python functions and counts every line as
-parsed, irrelevant or malformed; its output (events, quarantined lines, per-file counts) is written
-once, in one Spark job, as Parquet staged by row kind in bronze's partition layout. The event files
-become bronze's own files (``upsert_staged``: moved and committed, not read or written again on
-delta-rs); the counts and the quarantine are read from the staged rest. No plan grows with the
+parsed, irrelevant or malformed; its events and quarantined lines are written once, in one Spark
+job, as Parquet staged by row kind in bronze's partition layout, by the Python workers themselves on
+a local lake (the JVM then only receives the per-file counts), by Spark's write on an object store.
+The event files become bronze's own files (``upsert_staged``: moved and committed, not read or
+written again on delta-rs); the quarantine is read from the staged rest. No plan grows with the
 number of templates.
 
 Identity and idempotence. A file's identity is (cluster, host, log name, its first line): the same
