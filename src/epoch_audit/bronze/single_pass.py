@@ -400,17 +400,22 @@ def task_bins(
     return bins
 
 
-def pass_rows(spark: SparkSession, tasks: list[ReadTask], config: AppConfig, seeds: dict[str, int | None]) -> DataFrame:
-    """The pass over ``tasks`` (PASS_SCHEMA rows); ``seeds``: per file read from a later line on,
-    the max event time of its earlier events (epoch microseconds), which ``own_time`` starts from.
-
-    The tasks are packed by bytes into one bin per core (:func:`task_bins`); each bin is one input
-    row, and a local relation spreads its rows evenly over the cores: the work is balanced without
-    a shuffle, and a core never waits for a Python worker per file."""
+def _bins_frame(
+    spark: SparkSession, tasks: list[ReadTask], config: AppConfig, seeds: dict[str, int | None]
+) -> DataFrame:
+    """The tasks packed by bytes into one bin per core (:func:`task_bins`), each bin one input row:
+    a local relation spreads its rows evenly over the cores, so the work is balanced without a
+    shuffle and a core never waits for a Python worker per file."""
     bins = task_bins(tasks, config, seeds, default_parallelism(spark))
     task_type = StructType([*TASK_SCHEMA.fields, StructField("seed_micros", LongType())])
-    bin_df = spark.createDataFrame([(b,) for b in bins], StructType([StructField("tasks", ArrayType(task_type))]))
-    return bin_df.mapInArrow(partial(pass_batches, zone=config.ingest.source_time_zone), PASS_SCHEMA)
+    return spark.createDataFrame([(b,) for b in bins], StructType([StructField("tasks", ArrayType(task_type))]))
+
+
+def pass_rows(spark: SparkSession, tasks: list[ReadTask], config: AppConfig, seeds: dict[str, int | None]) -> DataFrame:
+    """The pass over ``tasks`` (PASS_SCHEMA rows); ``seeds``: per file read from a later line on,
+    the max event time of its earlier events (epoch microseconds), which ``own_time`` starts from."""
+    body = partial(pass_batches, zone=config.ingest.source_time_zone)
+    return _bins_frame(spark, tasks, config, seeds).mapInArrow(body, PASS_SCHEMA)
 
 
 def _bin_rows(batches: Iterable[pa.RecordBatch], zone: str) -> Iterator[Row]:
@@ -470,12 +475,10 @@ def write_pass(
     """The pass over ``tasks`` written under ``staged_dir`` (a local path, or a store the Python
     workers reach with ``objstore``) by its Python workers; returns its ``file`` and
     ``irrelevant_family`` rows. One Spark job; files no finished task names are removed."""
-    bins = task_bins(tasks, config, seeds, default_parallelism(spark))
-    task_type = StructType([*TASK_SCHEMA.fields, StructField("seed_micros", LongType())])
-    bin_df = spark.createDataFrame([(b,) for b in bins], StructType([StructField("tasks", ArrayType(task_type))]))
     # absolute: executors' Python workers run in their own working directories
     body = partial(write_pass_batches, zone=config.ingest.source_time_zone, staged_dir=objstore.listed_form(staged_dir))
-    written = bin_df.mapInArrow(body, PASS_SCHEMA).select("row_kind", "file_id", "source_file", "details")
+    written = _bins_frame(spark, tasks, config, seeds).mapInArrow(body, PASS_SCHEMA).select(
+        "row_kind", "file_id", "source_file", "details")
     rows = [r.asDict() for r in written.collect()]
     remove_unlisted(staged_dir, {r["source_file"] for r in rows if r["row_kind"] == STAGED_FILE_KIND})
     return [r for r in rows if r["row_kind"] != STAGED_FILE_KIND]
