@@ -58,6 +58,7 @@ def stage_results(ours: dict[str, Any], duck: dict[str, Any], core: dict[str, fl
             result["rows_per_second"] = (round(bronze_total / result["seconds"])
                                          if bronze_total and result["seconds"] else None)
             result["tables"] = ours[stage]["detail"].get("tables")
+            result["task_seconds"] = ours[stage]["detail"].get("task_seconds")
             if "prepare_seconds" in duck:
                 result["duckdb_seconds"] = duck["prepare_seconds"]
                 result["duckdb_cpu_seconds"] = duck["prepare_cpu_seconds"]
@@ -70,6 +71,7 @@ def stage_results(ours: dict[str, Any], duck: dict[str, Any], core: dict[str, fl
             result["rows_per_second"] = (round(bronze_total / result["seconds"])
                                          if bronze_total and result["seconds"] else None)
             result["violations"] = ours[stage]["detail"].get("violations")
+            result["task_seconds"] = ours[stage]["detail"].get("task_seconds")
             result["core_seconds"] = round(sum(core.values()), 3) if core else None
             result["core_steps"] = core
             if "checks_seconds" in duck:

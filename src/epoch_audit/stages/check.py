@@ -76,10 +76,17 @@ PROBLEMS_TASK = "input_problems"
 
 
 def violation_tasks(
-    ctx: CheckContext, specs: tuple[InvariantSpec, ...], clusters: list[str], staged: str
+    ctx: CheckContext,
+    specs: tuple[InvariantSpec, ...],
+    clusters: list[str],
+    staged: str,
+    state_ctx: CheckContext | None = None,
 ) -> dict[str, Callable[[], str]]:
     """One named task per check: its violations of ``clusters`` (with their ids, one row per id)
     staged as Parquet under ``staged/<id>``; a task returns the path (:func:`staged_violations`).
+    A check that reads no traffic (the registry's ``reads_traffic``) runs over ``state_ctx`` when
+    given (the same silver, the state events alone): every scan of its events would otherwise read
+    the traffic's cache as well, most of the rows, for nothing its filters keep.
 
     One write per check, not one over their union: each plan stays small (planning, adaptive
     re-planning after every query stage and code generation grow faster than the plan, and the
@@ -90,7 +97,8 @@ def violation_tasks(
 
     def stage(spec: InvariantSpec) -> str:
         path = f"{staged}/{spec.id}"
-        found = violation_ids(violations_of(spec, ctx)).dropDuplicates(["violation_id"])
+        over = ctx if spec.reads_traffic or state_ctx is None else state_ctx
+        found = violation_ids(violations_of(spec, over)).dropDuplicates(["violation_id"])
         found.where(F.col("cluster_id").isin(clusters)).write.mode("overwrite").parquet(path)
         return path
 
@@ -233,11 +241,13 @@ def _check_pass(
     carry_horizons = carry_plan.horizons if carry_plan is not None and carry_plan.holds_traffic else None
     # Every silver table once (the ones not in silver/ built from the events), shared by all checks.
     ctx = check_context(events, silver, check_config(config), absent, carry_horizons)
+    # the same silver tables over the state events alone, for the checks that read no traffic
+    state_ctx = None if traffic is None else check_context(state, ctx.silver, ctx.config, absent, carry_horizons)
     specs = runnable_checks(REGISTRY, absent)
     not_run = [spec.id for spec in REGISTRY if spec not in specs]
     if not_run:
         log.info("no events these checks stand on, not run: %s", ", ".join(not_run))
-    tasks: dict[str, Callable[[], Any]] = dict(violation_tasks(ctx, specs, dirty, f"{staged}/violations"))
+    tasks: dict[str, Callable[[], Any]] = dict(violation_tasks(ctx, specs, dirty, f"{staged}/violations", state_ctx))
     if carry_plan is not None:
         tasks.update(carry_tasks(ctx, REGISTRY, carry_plan, f"{staged}/carry", horizons))
     # Both read state types only (request-log FETCH / PRODUCE carry no controller line, mode
