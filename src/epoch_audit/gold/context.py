@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+from pyspark import StorageLevel
 from pyspark.sql import DataFrame
 
 from epoch_audit.one_partition import read_once
@@ -57,16 +58,36 @@ class CheckContext:
         """``build(self)``, built and kept once for every check and carry that asks this context for it:
         an analysis (Jepsen's "built once") that a check and its carry, or two checks, both read — so a
         nightly run computes the ISR joins' fetch probes once, not once for the check and again for its
-        carry. The same rows as ``build(self)``, kept as :func:`epoch_audit.one_partition.read_once` keeps a
-        check's shared subtree (a short run's local checkpoint; a long run's plain frame, whose
-        exchanges Spark shares within a query: persisting it measured no faster at 10^6). Checks run
-        two at a time, so the first asker builds it."""
+        carry. The same rows as ``build(self)``, kept by :func:`kept_once` (a short run's local
+        checkpoint, a long run's persisted frame: :meth:`release` drops it). Checks run two at a time,
+        so the first asker builds the frame (a persisted one is computed by the first query that
+        reads it; a query reading it meanwhile waits for its blocks)."""
         with self._lock:  # one lock per analysis: a short run's checkpoint of one holds no other
             lock = self._locks.setdefault(build, threading.Lock())
         with lock:
             if build not in self._analyses:
-                self._analyses[build] = read_once(build(self))
+                self._analyses[build] = kept_once(build(self))
             return self._analyses[build]
+
+    def release(self) -> None:
+        """Drop what :meth:`shared` kept (a long run's persisted analyses): call when the stage ends."""
+        with self._lock:
+            for df in self._analyses.values():
+                if df.storageLevel.useMemory or df.storageLevel.useDisk:
+                    df.unpersist()
+            self._analyses.clear()
+
+
+def kept_once(df: DataFrame) -> DataFrame:
+    """``df`` computed once for every query that reads it: a short run's local checkpoint
+    (:func:`epoch_audit.one_partition.read_once`), a long run's persisted frame. A check and its
+    carry are two queries, and in a long run each recomputed the analysis they share: at 10^7 lines
+    the carries of the ISR-join and the fenced-leader checks re-ran those checks' fetch and produce
+    windows (about 60 s of task time each, as long as the checks themselves)."""
+    once = read_once(df)
+    if once is not df:
+        return once
+    return df.persist(StorageLevel.MEMORY_AND_DISK)
 
 
 def check_context(

@@ -200,6 +200,7 @@ class CheckPass:
     """One pass of the check stage's queries over ``dirty`` (:func:`_check_pass`): nothing written."""
 
     ctx: CheckContext
+    state_ctx: CheckContext | None
     specs: tuple[InvariantSpec, ...]
     not_run: list[str]
     done: dict[str, Any]
@@ -258,7 +259,14 @@ def _check_pass(
     tasks[PROBLEMS_TASK] = lambda: input_signs.input_problems(storage, dirty, state)
     # Every query of the stage that needs no other's answer, the longest (last run) first.
     done, task_seconds = run_longest_first(tasks, config.spark.concurrent_queries, previous_task_seconds(runs, "check"))
-    return CheckPass(ctx, specs, not_run, done, task_seconds, carry_plan, carry_seconds)
+    return CheckPass(ctx, state_ctx, specs, not_run, done, task_seconds, carry_plan, carry_seconds)
+
+
+def release(checked: CheckPass) -> None:
+    """Drop what the pass's contexts kept (:meth:`CheckContext.release`)."""
+    for ctx in (checked.ctx, checked.state_ctx):
+        if ctx is not None:
+            ctx.release()
 
 
 def run_checks(
@@ -320,6 +328,7 @@ def run_checks(
                 if not changed:
                     break
                 log.info("state before the carried horizon changed for %s: checking their whole history", changed)
+                release(checked)
                 remove_staging(staged)
                 horizons = {c: h for c, h in horizons.items() if c not in changed}
             ctx, specs, done, carry_plan = checked.ctx, checked.specs, checked.done, checked.carry_plan
@@ -351,6 +360,7 @@ def run_checks(
                 carried["next"] = write_carries(spark, storage, ctx, REGISTRY, dirty, carry_plan, done)
                 # its plan and its write after gold; its queries ran beside the checks (task_seconds)
                 carried["seconds"] = round(checked.carry_seconds + time.perf_counter() - started, 3)
+            release(checked)
             remove_staging(staged)
     entries = load_suppressions(config.checks.suppressions_file, {spec.id for spec in REGISTRY})
     if not storage.exists(VIOLATIONS_TABLE):
