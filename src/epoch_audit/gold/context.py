@@ -54,19 +54,21 @@ class CheckContext:
     def table(self, name: str) -> DataFrame:
         return self.silver[name]
 
-    def shared(self, build: Callable[[CheckContext], DataFrame]) -> DataFrame:
+    def shared(self, build: Callable[[CheckContext], DataFrame], checks: int = 1) -> DataFrame:
         """``build(self)``, built and kept once for every check and carry that asks this context for it:
         an analysis (Jepsen's "built once") that a check and its carry, or two checks, both read — so a
         nightly run computes the ISR joins' fetch probes once, not once for the check and again for its
-        carry. The same rows as ``build(self)``, kept by :func:`kept_once` (a short run's local
-        checkpoint, a long run's persisted frame: :meth:`release` drops it). Checks run two at a time,
-        so the first asker builds the frame (a persisted one is computed by the first query that
-        reads it; a query reading it meanwhile waits for its blocks)."""
+        carry. The same rows as ``build(self)``, kept by :func:`kept_once`: a short run's local
+        checkpoint; in a long run a persisted frame (:meth:`release` drops it) when more than one query
+        reads it — ``checks`` checks, or a check and the carry this run keeps (``carry_horizons``) —
+        else the plain frame (persisting what one query reads only adds the cache's write). Checks
+        run two at a time, so the first asker builds the frame (a persisted one is computed by the
+        first query that reads it; a query reading it meanwhile waits for its blocks)."""
         with self._lock:  # one lock per analysis: a short run's checkpoint of one holds no other
             lock = self._locks.setdefault(build, threading.Lock())
         with lock:
             if build not in self._analyses:
-                self._analyses[build] = kept_once(build(self))
+                self._analyses[build] = kept_once(build(self), checks > 1 or bool(self.carry_horizons))
             return self._analyses[build]
 
     def release(self) -> None:
@@ -78,14 +80,15 @@ class CheckContext:
             self._analyses.clear()
 
 
-def kept_once(df: DataFrame) -> DataFrame:
+def kept_once(df: DataFrame, queries: bool) -> DataFrame:
     """``df`` computed once for every query that reads it: a short run's local checkpoint
-    (:func:`epoch_audit.one_partition.read_once`), a long run's persisted frame. A check and its
-    carry are two queries, and in a long run each recomputed the analysis they share: at 10^7 lines
-    the carries of the ISR-join and the fenced-leader checks re-ran those checks' fetch and produce
-    windows (about 60 s of task time each, as long as the checks themselves)."""
+    (:func:`epoch_audit.one_partition.read_once`); in a long run, when several ``queries`` read it,
+    a persisted frame, else ``df``. A check and its carry are two queries, and in a long run each
+    recomputed the analysis they share: at 10^7 lines the carries of the ISR-join and the
+    fenced-leader checks re-ran those checks' fetch and produce windows (about 60 s of task time
+    each, as long as the checks themselves)."""
     once = read_once(df)
-    if once is not df:
+    if once is not df or not queries:
         return once
     return df.persist(StorageLevel.MEMORY_AND_DISK)
 

@@ -57,3 +57,47 @@ def test_write_old_or_later_claim_does_not_excuse(results):
 def test_write_fenced_broker(results):
     r = one(results, "write_time_fenced", "write_accepted_by_fenced_leader")
     assert (r["broker_id"], r["topic"], r["confidence"]) == (1, "payments", "confirmed")
+
+
+def test_spans_joined_by_bucket_read_the_last_marker_before(spark):
+    """``_in_span_of`` joins spans by key and time bucket: every produce still reads its key's last
+    marker strictly before it (of the asked kind), with times on, next to and across the buckets'
+    edges, ties between markers, spans over many buckets and each key's open last span."""
+    import datetime as dt
+    import random
+
+    from epoch_audit.gold.invariants.write_accepted_by_fenced_leader import SPAN_BUCKET_MICROS, _in_span_of
+
+    epoch = dt.datetime(2024, 3, 4)
+    rng = random.Random(7)
+    edges = [k * SPAN_BUCKET_MICROS + d for k in range(1, 9) for d in (-1, 0, 1)]
+
+    def at(micros: int) -> dt.datetime:
+        return epoch + dt.timedelta(microseconds=micros)
+
+    markers, produces = [], []
+    for broker in (1, 2, 3):
+        times = sorted(rng.sample(edges, 10) + [edges[4]] * 2 + [edges[0] + 3 * SPAN_BUCKET_MICROS // 2])
+        for i, t in enumerate(times):
+            kind = rng.choice(["fence", "unfence"])
+            markers.append(("c", broker, kind, at(t), i, f"m{broker}-{i}"))
+        for j, t in enumerate(sorted(rng.sample(edges, 12) + [edges[-1] + 5 * SPAN_BUCKET_MICROS, edges[0] - 7])):
+            produces.append(("c", "t", 0, broker, at(t), f"p{broker}-{j}"))
+    marker_df = spark.createDataFrame(
+        markers, "cluster_id string, broker_id int, kind string, event_time timestamp, metadata_offset long, event_id string"
+    )
+    produce_df = spark.createDataFrame(
+        produces, "cluster_id string, topic string, partition int, broker_id int, event_time timestamp, event_id string"
+    )
+    got = {
+        (r["event_id"], r["last_m"]["event_id"])
+        for r in _in_span_of(
+            produce_df, marker_df, ["cluster_id", "broker_id"], "metadata_offset", "fence", ("kind", "event_time", "event_id")
+        ).collect()
+    }
+    want = set()
+    for _, _, _, broker, t, pid in produces:
+        before = sorted((m for m in markers if m[1] == broker and m[3] < t), key=lambda m: (m[3], m[4], m[5]))
+        if before and before[-1][2] == "fence":
+            want.add((pid, before[-1][5]))
+    assert want and got == want

@@ -22,7 +22,7 @@ def fenced_replicas_in_isr(ctx: CheckContext, invariant: str) -> DataFrame:
     """Rows of ``invariant`` (one of the two ids above), CHECK_COLUMNS: the episodes both ids read
     (:func:`fenced_episodes`, computed once for the two checks: at 10^7 lines the range join under
     them was 15–30 s of task time for each)."""
-    return ctx.shared(fenced_episodes).where(F.col("invariant") == invariant).select(*CHECK_COLUMNS)
+    return ctx.shared(fenced_episodes, checks=2).where(F.col("invariant") == invariant).select(*CHECK_COLUMNS)
 
 
 def fenced_episodes(ctx: CheckContext) -> DataFrame:

@@ -32,7 +32,7 @@ def check(ctx: CheckContext) -> DataFrame:
         F.col("event_id").alias("first_event_id"), "prior_max_controller_epoch", "prior_max_event_id"
     )
     units = (
-        ctx.shared(stop_replica_acceptances)  # stale_stop_replica_accepted's too
+        ctx.shared(stop_replica_acceptances, checks=2)  # stale_stop_replica_accepted's too
         .withColumn("_what", F.lit("StopReplica"))
         .unionByName(acceptances(ctx.events, "lair").withColumn("_what", F.lit("LeaderAndIsr")))
     )

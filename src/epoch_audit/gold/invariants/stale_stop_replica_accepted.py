@@ -29,7 +29,8 @@ INVARIANT = "stale_stop_replica_accepted"
 
 def check(ctx: CheckContext) -> DataFrame:
     """One row per accepted StopReplica partition state below the broker's current LE."""
-    stops = ctx.shared(stop_replica_acceptances)  # read three times below, and by stale_controller_epoch_accepted
+    # read three times below, and by stale_controller_epoch_accepted
+    stops = ctx.shared(stop_replica_acceptances, checks=2)
     ordered = with_own_order(ctx.events, (*BECOME, "request_leader_and_isr")).withColumn("_pos", own_position())
     key = PARTITION_KEY
     states = ordered.where(
