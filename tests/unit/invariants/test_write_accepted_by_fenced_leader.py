@@ -59,29 +59,30 @@ def test_write_fenced_broker(results):
     assert (r["broker_id"], r["topic"], r["confidence"]) == (1, "payments", "confirmed")
 
 
-def test_spans_joined_by_bucket_read_the_last_marker_before(spark):
-    """``_in_span_of`` joins spans by key and time bucket: every produce still reads its key's last
-    marker strictly before it (of the asked kind), with times on, next to and across the buckets'
-    edges, ties between markers, spans over many buckets and each key's open last span."""
+def test_spans_read_the_last_marker_before(spark):
+    """``_in_span_of``: every produce reads its key's last marker strictly before it (of the asked
+    kind), with produces on, next to and between the markers' times, ties between markers, spans of
+    several markers' length and each key's open last span."""
     import datetime as dt
     import random
 
-    from epoch_audit.gold.invariants.write_accepted_by_fenced_leader import SPAN_BUCKET_MICROS, _in_span_of
+    from epoch_audit.gold.invariants.write_accepted_by_fenced_leader import _in_span_of
 
+    step = 15 * 60 * 10**6  # a grid of times (microseconds), some shared by markers and produces
     epoch = dt.datetime(2024, 3, 4)
     rng = random.Random(7)
-    edges = [k * SPAN_BUCKET_MICROS + d for k in range(1, 9) for d in (-1, 0, 1)]
+    edges = [k * step + d for k in range(1, 9) for d in (-1, 0, 1)]
 
     def at(micros: int) -> dt.datetime:
         return epoch + dt.timedelta(microseconds=micros)
 
     markers, produces = [], []
     for broker in (1, 2, 3):
-        times = sorted(rng.sample(edges, 10) + [edges[4]] * 2 + [edges[0] + 3 * SPAN_BUCKET_MICROS // 2])
+        times = sorted(rng.sample(edges, 10) + [edges[4]] * 2 + [edges[0] + 3 * step // 2])
         for i, t in enumerate(times):
             kind = rng.choice(["fence", "unfence"])
             markers.append(("c", broker, kind, at(t), i, f"m{broker}-{i}"))
-        for j, t in enumerate(sorted(rng.sample(edges, 12) + [edges[-1] + 5 * SPAN_BUCKET_MICROS, edges[0] - 7])):
+        for j, t in enumerate(sorted(rng.sample(edges, 12) + [edges[-1] + 5 * step, edges[0] - 7])):
             produces.append(("c", "t", 0, broker, at(t), f"p{broker}-{j}"))
     marker_df = spark.createDataFrame(
         markers, "cluster_id string, broker_id int, kind string, event_time timestamp, metadata_offset long, event_id string"

@@ -226,10 +226,6 @@ def after_fences(ctx: CheckContext) -> DataFrame:
     )
 
 
-# The width of the time buckets a span is joined by (:func:`_in_span_of`), epoch microseconds.
-SPAN_BUCKET_MICROS = 15 * 60 * 10**6
-
-
 def _in_span_of(
     produces: DataFrame, markers: DataFrame, key: list[str], tiebreak: str, kind: str, fields: tuple[str, ...]
 ) -> DataFrame:
@@ -239,38 +235,20 @@ def _in_span_of(
     A marker holds from its time until the key's next marker: a produce strictly after its time
     and at or before the next one's reads it (a marker timed at the produce's own instant comes
     after the produce). Markers are few per key, so each produce joins (broadcast) the one span of
-    ``kind`` it falls in, instead of being sorted with the markers. The spans are joined by their
-    key and a time bucket (:data:`SPAN_BUCKET_MICROS`; a span is listed under every bucket it
-    overlaps): joined by the key alone, every produce was compared with every span of its key, and
-    a broker fenced a thousand times in 42 hours (10^7 lines) met a thousand spans a produce. A
-    key's last span has no end: it is joined by the key alone (one a key at most)."""
+    ``kind`` it falls in, instead of being sorted with the markers."""
     in_order = Window.partitionBy(*key).orderBy("event_time", tiebreak, "event_id")
     spans = (
         markers.withColumn("_until", F.lead("event_time").over(in_order))
         .where(F.col("kind") == kind)
         .select(*[F.col(c).alias(f"_m_{c}") for c in key], F.struct(*fields).alias("last_m"), "_until")
     )
-    width = F.lit(SPAN_BUCKET_MICROS)
-    closed = spans.where(F.col("_until").isNotNull()).select(
-        "*",
-        F.explode(
-            F.sequence(
-                F.floor(F.unix_micros(F.col("last_m.event_time")) / width),
-                F.floor(F.unix_micros(F.col("_until")) / width),
-            )
-        ).alias("_m_bucket"),
+    in_span = [F.col(c) == F.col(f"_m_{c}") for c in key] + [
+        F.col("event_time") > F.col("last_m.event_time"),
+        F.col("_until").isNull() | (F.col("event_time") <= F.col("_until")),
+    ]
+    return produces.join(F.broadcast(spans), in_span).select(
+        *PARTITION_KEY, "broker_id", "event_time", "event_id", "last_m"
     )
-    is_open = spans.where(F.col("_until").isNull())
-    after_start = F.col("event_time") > F.col("last_m.event_time")
-    same_key = [F.col(c) == F.col(f"_m_{c}") for c in key]
-    bucketed = produces.withColumn("_bucket", F.floor(F.unix_micros(F.col("event_time")) / width))
-    in_closed = bucketed.join(
-        F.broadcast(closed),
-        [*same_key, F.col("_bucket") == F.col("_m_bucket"), after_start, F.col("event_time") <= F.col("_until")],
-    )
-    in_open = produces.join(F.broadcast(is_open), [*same_key, after_start])
-    out = [*PARTITION_KEY, "broker_id", "event_time", "event_id", "last_m"]
-    return in_closed.select(*out).unionByName(in_open.select(*out))
 
 
 def carry(ctx: CheckContext) -> DataFrame:
