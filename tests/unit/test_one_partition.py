@@ -77,3 +77,34 @@ def test_read_once_checkpoints_only_in_a_short_run(spark):
             assert ("Window" in plan) is not on
             assert (once is ranked) is not on
             assert sorted(once.collect()) == expected
+
+
+def test_shared_analysis_persisted_in_a_long_run_only_when_several_queries_read_it(spark):
+    """``CheckContext.shared`` in a long run: an analysis two checks read (or a check and this run's
+    carry) is persisted once and dropped by ``release``; one only one query reads stays the plain
+    frame; a short run checkpoints either. The rows are the same every way."""
+    from pyspark.sql import Window
+
+    from epoch_audit.gold.context import check_context
+    from epoch_audit.silver.tables import SILVER_TABLES
+
+    brokers, epochs = _inputs(spark)
+    silver = dict.fromkeys(SILVER_TABLES, brokers)
+
+    def ranked(ctx):
+        return ctx.events.withColumn("rank", F.row_number().over(Window.partitionBy("broker").orderBy("epoch")))
+
+    expected = sorted(ranked(check_context(epochs, silver)).collect())
+    with short_run_session(spark, False):
+        for checks, horizons, persisted in ((2, None, True), (1, {"c": 1}, True), (1, None, False)):
+            ctx = check_context(epochs, silver, carry_horizons=horizons)
+            kept = ctx.shared(ranked, checks=checks)
+            assert ctx.shared(ranked, checks=checks) is kept
+            assert kept.storageLevel.useMemory is persisted
+            assert sorted(kept.collect()) == expected
+            ctx.release()
+            assert not kept.storageLevel.useMemory
+    with short_run_session(spark, True):
+        kept = check_context(epochs, silver).shared(ranked)
+        assert "Window" not in kept._jdf.queryExecution().optimizedPlan().toString()
+        assert sorted(kept.collect()) == expected
