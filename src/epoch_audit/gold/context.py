@@ -71,8 +71,10 @@ class CheckContext:
         with lock:
             if build not in self._analyses:
                 built = build(self)
+                cached_before = isinstance(built, ClassicDataFrame) and built.is_cached
                 kept = kept_once(built, checks > 1 or bool(self.carry_horizons))
-                if kept is not built and kept.is_cached:
+                # persisted here (persist returns the frame itself): released with the context
+                if isinstance(kept, ClassicDataFrame) and kept.is_cached and not cached_before:
                     self._persisted.append(kept)
                 self._analyses[build] = kept
             return self._analyses[build]
