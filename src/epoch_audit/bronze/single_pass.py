@@ -28,6 +28,7 @@ from collections import Counter, deque
 from collections.abc import Iterable, Iterator
 from datetime import UTC, date, datetime, timedelta
 from functools import lru_cache, partial
+from typing import Any
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
@@ -38,12 +39,20 @@ from epoch_audit.bronze.accounting import QUARANTINE_TEXT_CHARS, line_problem, o
 from epoch_audit.bronze.discover import ReadTask
 from epoch_audit.bronze.families import line_family, record_family
 from epoch_audit.bronze.framing import MarkedLine, Record, frame_lines, mark, record_row, redact
-from epoch_audit.bronze.parsers import checkpoints, kafka_log4j, metadata_dump, redpanda, request_log, segment_dump
+from epoch_audit.bronze.parsers import (
+    checkpoints,
+    kafka_log4j,
+    metadata_dump,
+    redpanda,
+    request_log,
+    request_log_arrow,
+    segment_dump,
+)
 from epoch_audit.bronze.parsers.rows import MALFORMED, Row, arrow_type, finish_row
 from epoch_audit.bronze.read import TASK_SCHEMA, task_lines
 from epoch_audit.config import AppConfig
 from epoch_audit.contracts.events import EVENT_SCHEMA, TRAFFIC_TYPES
-from epoch_audit.lake.staging import HiveParquetWriter, remove_unlisted
+from epoch_audit.lake.staging import HiveParquetWriter, partition_parts, remove_unlisted
 from epoch_audit.lake.tables import BRONZE_EVENTS_PARTITIONS
 from epoch_audit.spark import default_parallelism
 
@@ -59,7 +68,11 @@ FILE_PARSERS = {
                      "log-start-offset-checkpoint", "partition-metadata")
     },
 }
-REQUEST_LOGGER = "kafka.request.logger"
+REQUEST_LOGGER = request_log_arrow.REQUEST_LOGGER
+_JSON_REQUEST = "Completed request:{"
+# single-line request records read by Arrow a batch at a time: up to REQUEST_BATCH, from REQUEST_BATCH_MIN
+REQUEST_BATCH = 4096
+REQUEST_BATCH_MIN = 16
 # A line yielding several events stores its text once: the first event keeps the whole ``raw``,
 # the others of a line longer than FANOUT_RAW_LIMIT keep a prefix and point to the first.
 FANOUT_RAW_LIMIT = 1000
@@ -195,7 +208,7 @@ class FilePass:
             if self.max_micros != self._own_micros:  # the running max moved: its timestamp once
                 self._own_micros = self.max_micros
                 self._own_time = None if self.max_micros is None else _from_micros(self.max_micros)
-            self._vouch(row["line_number"], row["sub_index"])
+            self.vouch(row["line_number"], row["sub_index"])
             row["row_kind"] = "event"
             row["own_time"] = self._own_time
             row["event_date"] = day
@@ -206,7 +219,8 @@ class FilePass:
             self.out.append(row)
         return has_event, reason
 
-    def _vouch(self, line: int | None, sub: int | None) -> None:
+    def vouch(self, line: int | None, sub: int | None) -> None:
+        """Count an event id this task cannot vouch for (see ``_id_keys``)."""
         keys = self._id_keys
         if keys is not None and (line, sub) not in keys and len(keys) < VOUCHED_IDS_KEPT:
             keys.add((line, sub))
@@ -258,10 +272,12 @@ def _line_row(task: Row, number: int, text: str, chars: int) -> Row:
 Line = tuple[int, str, int, str | None]  # (line number, text, characters as read, reader's problem)
 
 
-def _log_file(state: FilePass, lines: Iterable[Line], zone: str) -> Iterator[Row]:
+def _log_file(state: FilePass, lines: Iterable[Line], zone: str, vectorised: bool = True) -> Iterator[Row]:
     task = state.task
     provenance = _provenance(task)
     texts: dict[int, str] = {}  # text of the lines of the record being framed (quarantine needs them)
+    file = request_log_arrow.FileConstants(*(task[k] for k in _PROVENANCE)) if vectorised else None
+    pending: list[tuple[Row, str]] = []  # single-line request records waiting for their Arrow batch
 
     def marked() -> Iterator[MarkedLine]:
         for number, raw_text, chars, read_problem in lines:
@@ -275,21 +291,73 @@ def _log_file(state: FilePass, lines: Iterable[Line], zone: str) -> Iterator[Row
 
     for item in frame_lines(marked()):
         if isinstance(item, MarkedLine):  # an orphan: before any record start
+            _read_requests(state, pending, file)
             text = texts.pop(item.line_number)
             state.status(item.line_number, text, *orphan_status(text))
             yield from state.take()
             continue
         record: Record = item
         row = record_row(record, provenance, zone)
-        has_event, reason = state.emit_events(list(parse_record(row)))
-        status = outcome_status(has_event, reason)
+        if file is not None and not record.continuation and _batchable_request(row):
+            pending.append((row, texts.pop(record.start.line_number)))
+            if len(pending) >= REQUEST_BATCH:
+                _read_requests(state, pending, file)
+                yield from state.take()
+            continue
+        _read_requests(state, pending, file)
         numbers = (record.start.line_number, *record.continuation_lines)
-        if status == "irrelevant":
-            state.irrelevant_families[record_family(row["logger"], row["message"])] += len(numbers)
-        for number in numbers:
-            state.status(number, texts.pop(number), status, reason)
+        _settle_record(state, row, [(number, texts.pop(number)) for number in numbers])
         yield from state.take()
+    _read_requests(state, pending, file)
     yield from state.take()
+
+
+def _settle_record(state: FilePass, row: Row, lines: list[tuple[int, str]]) -> None:
+    """A record through every parser that reads it, and its lines' status."""
+    has_event, reason = state.emit_events(list(parse_record(row)))
+    status = outcome_status(has_event, reason)
+    if status == "irrelevant":
+        state.irrelevant_families[record_family(row["logger"], row["message"])] += len(lines)
+    for number, text in lines:
+        state.status(number, text, status, reason)
+
+
+def _batchable_request(row: Row) -> bool:
+    """A one-line request-log record :mod:`~epoch_audit.bronze.parsers.request_log_arrow` may read."""
+    message = row["message"]
+    return (row["logger"] == REQUEST_LOGGER and row["problem"] is None and row["line_format"] != "redpanda"
+            and message.startswith(_JSON_REQUEST) and message.endswith("}"))
+
+
+def _read_requests(state: FilePass, pending: list[tuple[Row, str]], file: Any) -> None:
+    """The waiting request records, in line order: those Arrow reads as one event each (their
+    rows one Arrow batch), the others through the per-line parsers; ``pending`` is emptied."""
+    if not pending:
+        return
+    parsed = []
+    if len(pending) >= REQUEST_BATCH_MIN:  # below, the per-line parser is cheaper than Arrow's calls
+        messages = [row["message"] for row, _ in pending]
+        parsed = request_log_arrow.parse_batch(messages, request_log_arrow.eligible_apis(messages))
+    read = {p for batch in parsed for p in batch.positions}
+    own = [0] * len(pending)
+    micros = [0] * len(pending)
+    for i, (row, text) in enumerate(pending):
+        if i not in read:
+            _settle_record(state, row, [(row["line_number"], text)])
+            continue
+        micros[i] = when = _micros(row["event_time"])
+        if state.max_micros is None or when > state.max_micros:
+            state.max_micros = when
+        own[i] = state.max_micros
+        state.vouch(row["line_number"], 0)
+        state.status(row["line_number"], text, "parsed")
+    for batch in parsed:
+        rows = [pending[p][0] for p in batch.positions]
+        state.out.append(request_log_arrow.event_batch(
+            batch, file, [r["line_number"] for r in rows], [micros[p] for p in batch.positions],
+            [own[p] for p in batch.positions], [r["level"] for r in rows], [r["raw"] for r in rows],
+            PASS_ARROW_SCHEMA))
+    pending.clear()
 
 
 def _dump_file(state: FilePass, lines: Iterable[Line], zone: str) -> Iterator[Row]:
@@ -345,18 +413,46 @@ def _settle_line(state: FilePass, rows: list[Row], outcomes: dict[int, tuple[boo
     outcomes[number] = (before[0] or has_event, before[1] if before[1] is not None else reason)
 
 
-def task_rows(task: Row, zone: str, line_statuses: list[tuple[int, str, str | None]] | None = None) -> Iterator[Row]:
+def task_items(
+    task: Row, zone: str, line_statuses: list[tuple[int, str, str | None]] | None = None, vectorised: bool = True
+) -> Iterator[Row | pa.RecordBatch]:
     """Every output row of one read task (events and quarantined lines as the file is read, then
     its file row); ``zone``: the source time zone of log time stamps. ``line_statuses``, when
-    given, receives every line's (line number, status, reason): the audit trail the counts sum."""
+    given, receives every line's (line number, status, reason): the audit trail the counts sum.
+    Events read a batch at a time come as Arrow batches of ``PASS_ARROW_SCHEMA`` (``vectorised``;
+    False reads every record by the per-line parsers)."""
     state = FilePass(task, line_statuses)
     numbered = (
         (task["start_line"] + k, text, chars, problem) for k, (text, chars, problem) in enumerate(task_lines(task))
     )
-    process = _log_file if task["log_kind"] in LOG_KINDS else _dump_file
-    yield from process(state, numbered, zone)
+    if task["log_kind"] in LOG_KINDS:
+        yield from _log_file(state, numbered, zone, vectorised)
+    else:
+        yield from _dump_file(state, numbered, zone)
     yield from state.family_rows()
     yield state.file_row()
+
+
+def task_rows(
+    task: Row, zone: str, line_statuses: list[tuple[int, str, str | None]] | None = None, vectorised: bool = True
+) -> Iterator[Row]:
+    """:func:`task_items` as rows only (an Arrow batch's events as the per-line parsers give them)."""
+    for item in task_items(task, zone, line_statuses, vectorised):
+        if isinstance(item, pa.RecordBatch):
+            yield from batch_rows(item)
+        else:
+            yield item
+
+
+def batch_rows(batch: pa.RecordBatch) -> Iterator[Row]:
+    """An Arrow batch of pass rows as row dicts: naive UTC times, ``details`` a dict."""
+    for row in batch.to_pylist():
+        for name in ("event_time", "own_time"):
+            if row[name] is not None:
+                row[name] = row[name].astimezone(UTC).replace(tzinfo=None)
+        if row["details"] is not None:
+            row["details"] = dict(row["details"])
+        yield row
 
 
 def _with_facts_in_details(row: Row) -> Row:
@@ -418,20 +514,26 @@ def pass_rows(spark: SparkSession, tasks: list[ReadTask], config: AppConfig, see
     return _bins_frame(spark, tasks, config, seeds).mapInArrow(body, PASS_SCHEMA)
 
 
-def _bin_rows(batches: Iterable[pa.RecordBatch], zone: str) -> Iterator[Row]:
+def _bin_items(batches: Iterable[pa.RecordBatch], zone: str) -> Iterator[Row | pa.RecordBatch]:
     for batch in batches:
         for task in (task for packed in batch.column("tasks").to_pylist() for task in packed):
-            for row in task_rows(task, zone):
-                yield row if row["row_kind"] == "event" else _with_facts_in_details(row)
+            for item in task_items(task, zone):
+                if isinstance(item, pa.RecordBatch) or item["row_kind"] == "event":
+                    yield item
+                else:
+                    yield _with_facts_in_details(item)
 
 
 def pass_batches(batches: Iterable[pa.RecordBatch], zone: str) -> Iterator[pa.RecordBatch]:
     """mapInArrow body over bins of read tasks (``bronze.read.TASK_SCHEMA`` + ``seed_micros``)."""
     out: list[Row] = []
     chars = 0
-    for row in _bin_rows(batches, zone):
-        out.append(row)
-        chars += len(row.get("raw") or "")
+    for item in _bin_items(batches, zone):
+        if isinstance(item, pa.RecordBatch):
+            yield item
+            continue
+        out.append(item)
+        chars += len(item.get("raw") or "")
         if len(out) >= BATCH_ROWS or chars >= BATCH_CHARS:
             yield _to_batch(out)
             out, chars = [], 0
@@ -449,7 +551,11 @@ def write_pass_batches(batches: Iterable[pa.RecordBatch], zone: str, staged_dir:
     groups: dict[tuple, list[Row]] = {}
     chars: dict[tuple, int] = {}
     side: list[Row] = []
-    for row in _bin_rows(batches, zone):
+    for row in _bin_items(batches, zone):
+        if isinstance(row, pa.RecordBatch):
+            for key, part in partition_parts(row, STAGED_PARTITIONS):
+                writer.write(key, part.select(file_schema.names))
+            continue
         if row["row_kind"] not in ("event", "quarantine"):
             side.append(row)
             continue

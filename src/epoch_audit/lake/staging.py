@@ -5,10 +5,11 @@ never read by another run."""
 from __future__ import annotations
 
 import shutil
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from datetime import date
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
@@ -124,6 +125,19 @@ class HiveParquetWriter:
             writer.close()
             written.append((relative, self._rows[values]))
         return written
+
+
+def partition_parts(batch: pa.RecordBatch, partition_by: Sequence[str]) -> Iterator[tuple[tuple, pa.RecordBatch]]:
+    """``batch``'s rows by partition: (the values of ``partition_by``, those rows) for each value met."""
+    names = list(partition_by)
+    keys = pa.Table.from_batches([batch]).select(names).group_by(names).aggregate([]).to_pylist()
+    for key in keys:
+        mask = None
+        for name in names:
+            column, value = batch.column(name), key[name]
+            test = pc.is_null(column) if value is None else pc.equal(column, value)
+            mask = test if mask is None else pc.and_(mask, test)
+        yield tuple(key[name] for name in names), batch.filter(mask)
 
 
 def remove_unlisted(path: str, listed: set[str]) -> None:

@@ -1,0 +1,180 @@
+"""The request log's FETCH and PRODUCE lines read a batch at a time in Arrow
+(``bronze.parsers.request_log_arrow``) give exactly the rows the per-line parser gives: the same
+events, columns, types, ``details`` maps (key order included), line statuses and quarantine, on the
+lab's real request logs and on lines made to differ where Spark's JSON reading and Arrow's could."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from epoch_audit.bronze.discover import describe
+from epoch_audit.bronze.single_pass import PASS_ARROW_SCHEMA, REQUEST_BATCH_MIN, _to_batch, batch_rows, task_items
+from epoch_audit.config import AppConfig
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+REQUEST_LOGS = sorted(FIXTURES.glob("lab/*/kafka-request.log")) + sorted((FIXTURES / "request").glob("*.log"))
+TAIL = " (kafka.request.logger)"
+
+
+def _task(path: Path) -> dict:
+    config = AppConfig()
+    f = describe(path, config)
+    return dict(file_id=f.file_id, source_file=f.source_file, file_name=f.file_name, cluster_id=f.cluster_id,
+                host_id=f.host_id, file_order=f.file_order, log_kind=f.log_kind, read_path=os.path.abspath(path),
+                compressed="false", start_byte=0, start_line=1, end_byte=f.size_bytes,
+                max_line_chars=config.ingest.max_line_chars, batch_lines=config.ingest.batch_lines,
+                read_problem=f.read_problem, seed_micros=None)
+
+
+def _event_table(rows: list[dict], batches: list[pa.RecordBatch]) -> pa.Table:
+    events = [r for r in rows if r["row_kind"] == "event"]
+    parts = ([_to_batch(events)] if events else []) + batches
+    return pa.Table.from_batches(parts, PASS_ARROW_SCHEMA).sort_by([("line_number", "ascending"),
+                                                                      ("sub_index", "ascending")])
+
+
+def _read_both_ways(path: Path) -> tuple[list[dict], int]:
+    """The per-line rows of ``path``; asserts the batched reading equals them; returns the rows and
+    how many events the Arrow batches held."""
+    task = _task(path)
+    slow_statuses: list = []
+    fast_statuses: list = []
+    slow = list(task_items(task, "UTC", slow_statuses, vectorised=False))
+    fast = list(task_items(task, "UTC", fast_statuses))
+    assert not any(isinstance(item, pa.RecordBatch) for item in slow)
+    batches = [item for item in fast if isinstance(item, pa.RecordBatch)]
+    fast_rows = [item for item in fast if not isinstance(item, pa.RecordBatch)]
+    assert fast_statuses == slow_statuses
+    assert _event_table(fast_rows, batches).equals(_event_table(slow, []))
+    key = lambda r: (r["row_kind"], r.get("line_number") or 0, r.get("sub_index") or 0, str(r.get("reason")))  # noqa: E731
+    as_rows = fast_rows + [row for batch in batches for row in batch_rows(batch)]
+    assert sorted(as_rows, key=key) == sorted(slow, key=key)
+    return slow, sum(b.num_rows for b in batches)
+
+
+def _messages(kinds: tuple[str, ...] = ("FETCH", "PRODUCE")) -> list[str]:
+    """The lab's and the fixtures' request-log lines of ``kinds``."""
+    lines = []
+    for path in REQUEST_LOGS:
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if any(f'"requestApiKeyName":"{k}"' in line for k in kinds) and line.endswith(TAIL):
+                lines.append(line)
+    return lines
+
+
+def _write(tmp_path: Path, lines: list[str]) -> Path:
+    path = tmp_path / "cluster=c1" / "broker-3" / "kafka-request.log"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("path", REQUEST_LOGS, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_real_request_logs_read_alike(path):
+    _read_both_ways(path)
+
+
+def test_real_fetch_and_produce_lines_are_read_by_arrow(tmp_path):
+    lines = _messages()
+    assert len(lines) >= 30
+    rows, batched = _read_both_ways(_write(tmp_path, lines * 3))
+    events = [r for r in rows if r["row_kind"] == "event"]
+    # every one-partition line of the lab's logs is one the batches read
+    assert batched >= len(lines) * 2
+    assert {r["event_type"] for r in events} >= {"request_fetch", "request_produce"}
+
+
+def _body(line: str) -> dict:
+    return json.loads(line[line.index("Completed request:") + len("Completed request:"):-len(TAIL)])
+
+
+def _line(template: str, body: dict | str) -> str:
+    text = body if isinstance(body, str) else json.dumps(body, separators=(",", ":"), ensure_ascii=False)
+    return template[:template.index("Completed request:") + len("Completed request:")] + text + TAIL
+
+
+def _variants(line: str) -> list[str]:
+    """``line`` changed where Spark's reading and Arrow's could differ (each stays one line)."""
+    body = _body(line)
+    text = json.dumps(body, separators=(",", ":"))
+    api = body["requestHeader"]["requestApiKeyName"]
+    topics = "topics" if api == "FETCH" else "topicData"
+    parts = "partitions" if api == "FETCH" else "partitionData"
+    rparts = "partitions" if api == "FETCH" else "partitionResponses"
+    out = [
+        text.replace('"correlationId":', '"correlationId":7,"correlationId":', 1),  # a repeated key
+        text.replace('"correlationId":', '"correlationId":2147483648,"x":', 1),  # beyond int32
+        text.replace('"correlationId":', '"correlationId":1.0,"x":', 1),  # a fraction
+        text.replace('"correlationId":', '"correlationId":"12","x":', 1),  # a string for a number
+        text.replace('"clientId":', '"clientId":12,"x":', 1),  # a number for a string
+        text.replace('"clientId":', '"clientId":{"a":[1,2.50]},"x":', 1),  # an object for a string
+        text.replace('"clientId":"', '"clientId":"\\ud800', 1),  # a lone surrogate
+        text.replace('"clientId":"', '"clientId":"\\ud83d\\ude00', 1),  # a surrogate pair
+        text.replace('"clientId":"', '"clientId":"tab\there', 1),  # a control character
+        text[:-1] + ',"extra":NaN}',  # NaN / Infinity tokens in a field nobody reads
+        text[:-1] + ',"extra":Infinity}',
+        text[:-1] + ',"extra":-Infinity}',
+        text[:-1] + ',"extra":' + "[" * 1100 + "]" * 1100 + "}",  # nesting beyond Jackson's limit
+        text[:-1] + ',"extra":0.' + "1" * 1001 + "}",  # a number beyond Jackson's length limit
+        text[:-1] + ',"extra":' + "1" * 400 + "}",  # an integer beyond a double
+        text + " trailing",  # text after the object (the line is cut there by the tail)
+        text.replace('"requestHeader":', '"requestHeader":null,"x":', 1),
+        text.replace('"requestApiKeyName":"' + api + '"', '"requestApiKeyName":"' + api.lower() + '"', 1),
+        '{"requestApiKeyName":"PRODUCE",' + text[1:],  # the first API name wins
+        text.replace('"request":{', '"request":{"' + topics + '":null,"y":', 1),
+    ]
+    for change in (
+        lambda b: b["request"][topics].append(b["request"][topics][0]),  # two topics
+        lambda b: b["request"][topics][0][parts].append(dict(b["request"][topics][0][parts][0])),  # two partitions
+        lambda b: b["response"]["responses"][0][rparts].clear(),  # no response partition
+        lambda b: b["response"]["responses"].append(b["response"]["responses"][0]),
+        lambda b: b["response"]["responses"][0].update(topicId="AAAAAAAAAAAAAAAAAAAAAQ", name=None, topic=None),
+        lambda b: b["request"][topics][0].update(topicId="AAAAAAAAAAAAAAAAAAAAAQ", name=None, topic=None),
+        lambda b: b["request"][topics][0].update(name="other", topic="other"),
+        lambda b: b["response"]["responses"][0][rparts][0].update(partitionIndex=99, index=99),
+        lambda b: b["request"][topics][0][parts][0].update(partition=None, index=None),
+        lambda b: b["request"][topics].insert(0, None),
+        lambda b: b["response"].update(errorCode=74),
+        lambda b: b["response"]["responses"][0][rparts][0].update(errorCode=None),
+        lambda b: b["response"]["responses"][0][rparts][0].update(errorCode=9999),
+        lambda b: b["request"].update(replicaState=None, replicaId=-1),
+        lambda b: b["response"]["responses"][0][rparts][0].update(currentLeader={"leaderId": 3, "leaderEpoch": 9}),
+        lambda b: b["response"]["responses"][0][rparts][0].update(divergingEpoch={"epoch": 4, "endOffset": 70}),
+        lambda b: b["response"]["responses"][0][rparts][0].update(errorMessage="é \u2028 \\ \" /"),
+        lambda b: b.pop("response"),
+    ):
+        changed = json.loads(text)
+        change(changed)
+        out.append(json.dumps(changed, separators=(",", ":"), ensure_ascii=False))
+    return [_line(line, v) for v in out]
+
+
+def test_lines_made_to_differ_read_alike(tmp_path):
+    bases = _messages()
+    fetch = next(line for line in bases if '"FETCH"' in line and '"name"' not in line)
+    produce = next(line for line in bases if '"PRODUCE"' in line)
+    lines: list[str] = []
+    for base in (fetch, produce):
+        for variant in _variants(base):
+            # each among good lines, in batches large enough for Arrow
+            lines += [base] * REQUEST_BATCH_MIN + [variant]
+    rows, batched = _read_both_ways(_write(tmp_path, lines))
+    assert batched >= len(lines) * 0.8
+    malformed = [r for r in rows if r["row_kind"] == "quarantine"]
+    assert len(malformed) >= 16  # the variants Spark refuses stay refused
+
+
+def test_a_batch_arrow_refuses_whole_and_a_short_batch(tmp_path):
+    fetch = next(line for line in _messages(("FETCH",)))
+    # a repeated key (the last wins in Spark too), beyond int32, a fraction, a string for a number
+    refused = _variants(fetch)[:4]
+    rows, batched = _read_both_ways(_write(tmp_path, refused * 20))
+    assert batched == 0
+    assert sum(r["row_kind"] == "quarantine" for r in rows) == 20 * 3
+    rows, batched = _read_both_ways(_write(tmp_path, [fetch] * (REQUEST_BATCH_MIN - 1)))
+    assert batched == 0 and sum(r["row_kind"] == "event" for r in rows) == REQUEST_BATCH_MIN - 1
