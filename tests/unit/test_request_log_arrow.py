@@ -178,3 +178,41 @@ def test_a_batch_arrow_refuses_whole_and_a_short_batch(tmp_path):
     assert sum(r["row_kind"] == "quarantine" for r in rows) == 20 * 3
     rows, batched = _read_both_ways(_write(tmp_path, [fetch] * (REQUEST_BATCH_MIN - 1)))
     assert batched == 0 and sum(r["row_kind"] == "event" for r in rows) == REQUEST_BATCH_MIN - 1
+
+
+def test_lines_around_the_framing_shortcut_read_alike(tmp_path):
+    """A chunk with a secret, a carriage return, a NUL or a non-ASCII character is framed line by
+    line; a request line followed by a continuation, cut, or with an impossible time is no
+    one-line record of the layout: each reads as the per-line framing reads it."""
+    good = _messages()[:REQUEST_BATCH_MIN]
+    fetch = good[0]
+    stamp = fetch[:fetch.index("]") + 1]
+    odd = [
+        fetch.replace('"clientId":"', '"clientId":"password=hunter2 ', 1),  # redacted
+        fetch + "\r",
+        fetch.replace('"clientId":"', '"clientId":"caf\u00e9 \u2028 ', 1),
+        fetch.replace("2026-", "2026-13-", 1).replace("-11-", "-", 1) if "2026-11-" in fetch else fetch,
+        "[2026-02-30 10:00:00,000] DEBUG " + fetch[fetch.index("Completed request:"):],  # no such day
+        fetch.replace("] DEBUG ", "] TRACE ", 1),
+        fetch.replace("] DEBUG ", "] NOTICE ", 1),  # no level: a continuation of the line above
+        fetch[:-1],  # no tail: cut
+        fetch.replace("(kafka.request.logger)", "(kafka.request.logger) [thread-1]"),
+        "\tat kafka.server.KafkaApis.handle(KafkaApis.scala:1)",  # a stack trace line: a continuation
+        fetch.replace("Completed request:{", "Completed request:{ ", 1),
+        fetch.replace('"requestApiKeyName":"FETCH"', '"requestApiKeyName":"FETCH"}', 1),
+        stamp + " DEBUG Completed request:{} (kafka.request.logger)",
+        stamp + " WARN Something else entirely (kafka.server.KafkaApis)",
+    ]
+    lines = ["an orphan before any record", ""]
+    for line in odd:
+        lines += good + [line] + good
+    lines.append(fetch.replace('"clientId":"', '"clientId":"nul\x00', 1))
+    lines += good * 2
+    path = _write(tmp_path, lines)
+    rows, batched = _read_both_ways(path)
+    assert batched >= len(good) * len(odd)
+    assert any("[redacted]" in (r.get("raw") or "") for r in rows)
+    # a chunk of the file's own, with a cut line in it (longer than the reader keeps)
+    long_line = fetch.replace('"clientId":"', '"clientId":"' + "x" * 2_000_000, 1)
+    path.write_text("".join(line + "\n" for line in good + [long_line] + good), encoding="utf-8")
+    _read_both_ways(path)

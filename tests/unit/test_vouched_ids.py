@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from epoch_audit.bronze import single_pass
+from epoch_audit.bronze import file_pass
 from epoch_audit.bronze.discover import describe, discover_inputs
 from epoch_audit.bronze.single_pass import FilePass, task_rows
 from epoch_audit.config import AppConfig
@@ -57,6 +57,6 @@ def test_a_repeated_id_or_a_file_past_the_kept_keys_is_not_vouched_for(monkeypat
     assert state.counts["unvouched_ids"] == 1
     state.emit_events([_event(7, 0), _event(7, 0)])
     assert state.counts["unvouched_ids"] == 2
-    monkeypatch.setattr(single_pass, "VOUCHED_IDS_KEPT", 6)
+    monkeypatch.setattr(file_pass, "VOUCHED_IDS_KEPT", 6)
     state.emit_events([_event(8, 0), _event(9, 0), _event(10, 0)])  # the 6th kept, then no more room
     assert state.counts["unvouched_ids"] == 4

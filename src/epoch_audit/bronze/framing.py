@@ -106,7 +106,7 @@ def _zone(name: str) -> Any:
     return UTC if name.upper() in ("UTC", "Z", "GMT") else ZoneInfo(name)
 
 
-def _local_time(text: str, zone_name: str) -> datetime | None:
+def local_time(text: str, zone_name: str) -> datetime | None:
     """``to_utc_timestamp(try_to_timestamp(text, 'yyyy-MM-dd HH:mm:ss,SSS'), zone)`` (naive UTC)."""
     # The start patterns fixed the shape (yyyy-MM-dd HH:mm:ss,SSS): only the values can be wrong.
     try:
@@ -183,7 +183,7 @@ def record_row(record: Record, provenance: dict[str, Any], zone_name: str) -> di
         else:  # redpanda
             ts_text, level, body = _group(found, 2), _group(found, 1), _group(found, 6)
             fixed_logger, shard_text = _group(found, 5), _group(found, 3)
-        event_time = _local_time(ts_text, zone_name)
+        event_time = local_time(ts_text, zone_name)
         if event_time is None:
             problem = "event_time: invalid timestamp " + ts_text
     shard = None

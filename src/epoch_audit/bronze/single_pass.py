@@ -24,393 +24,37 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections import Counter, deque
 from collections.abc import Iterable, Iterator
-from datetime import UTC, date, datetime, timedelta
-from functools import lru_cache, partial
-from typing import Any
+from datetime import UTC
+from functools import partial
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql.types import ArrayType, DateType, LongType, StringType, StructField, StructType, TimestampType
+from pyspark.sql.types import ArrayType, LongType, StructField, StructType
 
 from epoch_audit import objstore
-from epoch_audit.bronze.accounting import QUARANTINE_TEXT_CHARS, line_problem, orphan_status, outcome_status
 from epoch_audit.bronze.discover import ReadTask
-from epoch_audit.bronze.families import line_family, record_family
-from epoch_audit.bronze.framing import MarkedLine, Record, frame_lines, mark, record_row, redact
-from epoch_audit.bronze.parsers import (
-    checkpoints,
-    kafka_log4j,
-    metadata_dump,
-    redpanda,
-    request_log,
-    request_log_arrow,
-    segment_dump,
+from epoch_audit.bronze.file_pass import (  # noqa: F401 (the pass's schema and state, used by the ingest stage and tests)
+    COUNT_COLUMNS,
+    PASS_ARROW_SCHEMA,
+    PASS_SCHEMA,
+    FilePass,
+    parse_record,
 )
-from epoch_audit.bronze.parsers.rows import MALFORMED, Row, arrow_type, finish_row
+from epoch_audit.bronze.log_pass import LOG_KINDS, REQUEST_BATCH_MIN, dump_file, log_file  # noqa: F401
+from epoch_audit.bronze.parsers.rows import Row
 from epoch_audit.bronze.read import TASK_SCHEMA, task_lines
 from epoch_audit.config import AppConfig
-from epoch_audit.contracts.events import EVENT_SCHEMA, TRAFFIC_TYPES
 from epoch_audit.lake.staging import HiveParquetWriter, partition_parts, remove_unlisted
 from epoch_audit.lake.tables import BRONZE_EVENTS_PARTITIONS
 from epoch_audit.spark import default_parallelism
 
-LOG_KINDS = ("state-change", "controller", "server", "request", "redpanda", "log")  # == bronze.discover.LOG_KINDS
-# file kind -> its parser (one file's lines in order, the source time zone)
-FILE_PARSERS = {
-    "metadata-dump": lambda lines, zone: metadata_dump.parse_file(lines),
-    "segment-dump": lambda lines, zone: segment_dump.parse_file(lines),
-    # copy suffixes of checkpoint files are host-local times
-    **{
-        kind: checkpoints.parse_file_in_zone
-        for kind in ("leader-epoch-checkpoint", "replication-offset-checkpoint", "recovery-point-offset-checkpoint",
-                     "log-start-offset-checkpoint", "partition-metadata")
-    },
-}
-REQUEST_LOGGER = request_log_arrow.REQUEST_LOGGER
-_JSON_REQUEST = "Completed request:{"
-# single-line request records read by Arrow a batch at a time: up to REQUEST_BATCH, from REQUEST_BATCH_MIN
-REQUEST_BATCH = 4096
-REQUEST_BATCH_MIN = 16
-# A line yielding several events stores its text once: the first event keeps the whole ``raw``,
-# the others of a line longer than FANOUT_RAW_LIMIT keep a prefix and point to the first.
-FANOUT_RAW_LIMIT = 1000
-FANOUT_RAW_PREFIX = 24  # the line's time stamp: the pointer names where the rest is
-_MICROS_PER_DAY = 86_400_000_000
-_EPOCH = datetime(1970, 1, 1)
-_EPOCH_ORDINAL = date(1970, 1, 1).toordinal()
-VOUCHED_IDS_KEPT = 250_000  # per task: about 25 MB of a Python worker's memory at most
 BATCH_ROWS = 10_000  # an output Arrow batch is cut at this many rows or BATCH_CHARS characters of text
 BATCH_CHARS = 16 << 20
 
-# unvouched_ids: events of the task whose id this pass cannot vouch is unique in it (see FilePass)
-COUNT_COLUMNS = ("lines_read", "parsed", "irrelevant", "malformed", "bad_utf8", "redacted", "unvouched_ids",
-                 "max_event_micros")
-PASS_SCHEMA = StructType(
-    [StructField("row_kind", StringType())]
-    # nullable: a quarantine or file row has no event id
-    + [StructField(f.name, f.dataType, True) for f in EVENT_SCHEMA.fields]
-    + [
-        StructField("event_date", DateType()),
-        StructField("event_class", StringType()),
-        StructField("own_time", TimestampType()),
-    ]
-)
-PASS_ARROW_SCHEMA = pa.schema([pa.field(f.name, arrow_type(f.dataType)) for f in PASS_SCHEMA.fields])
 # The pass's rows staged in bronze's layout, by kind: the event files become bronze's own
 STAGED_PARTITIONS = ("row_kind", *BRONZE_EVENTS_PARTITIONS)
 STAGED_FILE_KIND = "staged_file"  # a row naming a file the pass wrote (source_file: its relative path)
-
-
-def is_request_log_record(record: Row) -> bool:
-    """Request-logger records: logger ``kafka.request.logger``, or its ``%c{1}`` short name ``logger``
-    (the Strimzi log4j2 pattern, §8) on a ``Completed request:`` message — ``state.change.logger``
-    shortens to ``logger`` too, so the name alone cannot tell them apart. A line cut inside its JSON
-    has lost its ``(logger)`` tail: a ``Completed request:`` message without a logger is one too
-    (the request-log parser quarantines it as truncated)."""
-    logger = record["logger"] or ""
-    return logger == REQUEST_LOGGER or (
-        logger in ("logger", "") and (record["message"] or "").startswith("Completed request:")
-    )
-
-
-def parse_record(record: Row) -> Iterator[Row]:
-    """Every parser that reads this record, or its problem: a record whose start holds an invalid
-    value (a bad timestamp, an out-of-range shard) reaches no parser and is quarantined with it.
-    Adding a parser family: its pure function here (records) or in FILE_PARSERS (file kinds)."""
-    if record["problem"] is not None:
-        yield {**_provenance(record), "line_number": record["line_number"], "event_type": MALFORMED,
-               "details": {"reason": record["problem"]}}
-        return
-    request = is_request_log_record(record)
-    if record["line_format"] in ("kafka", "strimzi", "csv") and not request:
-        yield from kafka_log4j.parse_record(record)
-    if request:
-        yield from request_log.parse_record(record)
-    if record["line_format"] == "redpanda":
-        yield from redpanda.parse_record(record)
-
-
-_PROVENANCE = ("file_id", "source_file", "cluster_id", "host_id", "file_order", "log_kind")
-
-
-def _provenance(row: Row) -> Row:
-    return {k: row[k] for k in _PROVENANCE}
-
-
-def _micros(value: datetime) -> int:
-    if value.tzinfo is not None:
-        value = value.astimezone(UTC).replace(tzinfo=None)
-    delta = value - _EPOCH
-    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
-
-
-class FilePass:
-    """One task's running state: counts, the running max event time, and the rows to emit."""
-
-    def __init__(self, task: Row, line_statuses: list[tuple[int, str, str | None]] | None = None) -> None:
-        self.task = task
-        self.line_statuses = line_statuses
-        self.counts = dict.fromkeys(COUNT_COLUMNS[:-1], 0)
-        seed = task.get("seed_micros")
-        self.max_micros: int | None = seed
-        self._own_micros: int | None = None  # the max the cached own_time was made from
-        self._own_time: datetime | None = None
-        self.out: list[Row] = []
-        self.irrelevant_families: Counter[str] = Counter()
-        # An event id hashes (file, line_number, sub_index) and a task reads one file: its ids are
-        # unique when no (line_number, sub_index) repeats. Kept for up to VOUCHED_IDS_KEPT events
-        # (a file-level parser may emit a line's events after later lines'); past that, unvouched.
-        self._id_keys: set[tuple[int | None, int | None]] | None = set()
-
-    # -- lines ---------------------------------------------------------------------------------
-    def line_facts(self, text: str, chars: int, read_problem: str | None) -> tuple[str, str | None]:
-        """Redact, count bad UTF-8 / redactions, and say why the line is unreadable (or None)."""
-        redacted, n = redact(text)
-        self.counts["lines_read"] += 1
-        self.counts["redacted"] += n
-        if "\ufffd" in redacted:
-            self.counts["bad_utf8"] += 1
-        # the length as read moves with the redaction: a cut line still shows as cut, an uncut one not
-        return redacted, line_problem(redacted, chars + len(redacted) - len(text), read_problem)
-
-    def status(self, number: int, text: str, status: str, reason: str | None = None) -> None:
-        self.counts[status] += 1
-        if self.line_statuses is not None:
-            self.line_statuses.append((number, status, reason))
-        if status == "malformed":
-            self.out.append({
-                "row_kind": "quarantine", "file_id": self.task["file_id"], "source_file": self.task["source_file"],
-                "line_number": number, "reason": reason, "raw": text[:QUARANTINE_TEXT_CHARS],
-            })
-
-    # -- events --------------------------------------------------------------------------------
-    def emit_events(self, rows: list[Row]) -> tuple[bool, str | None]:
-        """Finish and emit one line's / record's rows (sub_index order); return (has_event, reason)."""
-        has_event, reason = False, None
-        finished = [finish_row(r) for r in rows]
-        if len(finished) > 1:
-            finished.sort(key=_sub_index)
-        for row in finished:
-            if row["event_type"] == MALFORMED:
-                if reason is None:
-                    reason = (row["details"] or {}).get("reason") or "malformed"
-                continue
-            has_event = True
-            when = row["event_time"]
-            day = None
-            if when is not None:
-                micros = _micros(when)
-                if self.max_micros is None or micros > self.max_micros:
-                    self.max_micros = micros
-                day = _day_of(micros // _MICROS_PER_DAY)
-            if self.max_micros != self._own_micros:  # the running max moved: its timestamp once
-                self._own_micros = self.max_micros
-                self._own_time = None if self.max_micros is None else _from_micros(self.max_micros)
-            self.vouch(row["line_number"], row["sub_index"])
-            row["row_kind"] = "event"
-            row["own_time"] = self._own_time
-            row["event_date"] = day
-            row["event_class"] = "traffic" if row["event_type"] in TRAFFIC_TYPES else "state"
-            raw = row["raw"]
-            if (row["sub_index"] or 0) > 0 and raw is not None and len(raw) > FANOUT_RAW_LIMIT:
-                row["raw"] = raw[:FANOUT_RAW_PREFIX] + f"…[+{len(raw) - FANOUT_RAW_PREFIX} chars: see sub_index 0]"
-            self.out.append(row)
-        return has_event, reason
-
-    def vouch(self, line: int | None, sub: int | None) -> None:
-        """Count an event id this task cannot vouch for (see ``_id_keys``)."""
-        keys = self._id_keys
-        if keys is not None and (line, sub) not in keys and len(keys) < VOUCHED_IDS_KEPT:
-            keys.add((line, sub))
-            return
-        # a repeated (line, sub_index), or a file with more events than kept: bronze's write checks
-        self.counts["unvouched_ids"] += 1
-        if keys is not None and len(keys) >= VOUCHED_IDS_KEPT:
-            self._id_keys = None  # no more memory spent on a file that will be checked anyway
-
-    def take(self) -> list[Row]:
-        """The rows accumulated so far (handed on while the file is still being read)."""
-        rows, self.out = self.out, []
-        return rows
-
-    def family_rows(self) -> list[Row]:
-        """One ``irrelevant_family`` row per family of this file's irrelevant lines (``reason``: the family,
-        ``lines_read``: its lines), summed over files by the ingest stage for the run summary."""
-        return [{"row_kind": "irrelevant_family", "file_id": self.task["file_id"],
-                 "source_file": self.task["source_file"], "reason": family, "lines_read": lines}
-                for family, lines in self.irrelevant_families.items()]
-
-    def file_row(self) -> Row:
-        return {"row_kind": "file", "file_id": self.task["file_id"], "source_file": self.task["source_file"],
-                **self.counts, "max_event_micros": self.max_micros}
-
-
-def _from_micros(micros: int) -> datetime:
-    return _EPOCH + timedelta(microseconds=micros)
-
-
-def _sub_index(row: Row) -> int:
-    return row["sub_index"] or 0
-
-
-@lru_cache(maxsize=4096)
-def _day_of(days: int) -> date:
-    """The date ``days`` after 1970-01-01 (a file's events fall on a few days: cached)."""
-    return date.fromordinal(_EPOCH_ORDINAL + days)
-
-
-def _line_row(task: Row, number: int, text: str, chars: int) -> Row:
-    return {
-        "file_id": task["file_id"], "source_file": task["source_file"], "file_name": task["file_name"],
-        "cluster_id": task["cluster_id"], "host_id": task["host_id"], "file_order": task["file_order"],
-        "log_kind": task["log_kind"], "line_number": number, "text": text, "line_chars": chars, "problem": None,
-    }
-
-
-Line = tuple[int, str, int, str | None]  # (line number, text, characters as read, reader's problem)
-
-
-def _log_file(state: FilePass, lines: Iterable[Line], zone: str, vectorised: bool = True) -> Iterator[Row]:
-    task = state.task
-    provenance = _provenance(task)
-    texts: dict[int, str] = {}  # text of the lines of the record being framed (quarantine needs them)
-    file = request_log_arrow.FileConstants(*(task[k] for k in _PROVENANCE)) if vectorised else None
-    pending: list[tuple[Row, str]] = []  # single-line request records waiting for their Arrow batch
-
-    def marked() -> Iterator[MarkedLine]:
-        for number, raw_text, chars, read_problem in lines:
-            text, problem = state.line_facts(raw_text, chars, read_problem)
-            if problem is not None:
-                state.status(number, text, "malformed", problem)
-                continue
-            inner, fmt, found = mark(text)
-            texts[number] = text
-            yield MarkedLine(number, inner, fmt, found)
-
-    for item in frame_lines(marked()):
-        if isinstance(item, MarkedLine):  # an orphan: before any record start
-            _read_requests(state, pending, file)
-            text = texts.pop(item.line_number)
-            state.status(item.line_number, text, *orphan_status(text))
-            yield from state.take()
-            continue
-        record: Record = item
-        row = record_row(record, provenance, zone)
-        if file is not None and not record.continuation and _batchable_request(row):
-            pending.append((row, texts.pop(record.start.line_number)))
-            if len(pending) >= REQUEST_BATCH:
-                _read_requests(state, pending, file)
-                yield from state.take()
-            continue
-        _read_requests(state, pending, file)
-        numbers = (record.start.line_number, *record.continuation_lines)
-        _settle_record(state, row, [(number, texts.pop(number)) for number in numbers])
-        yield from state.take()
-    _read_requests(state, pending, file)
-    yield from state.take()
-
-
-def _settle_record(state: FilePass, row: Row, lines: list[tuple[int, str]]) -> None:
-    """A record through every parser that reads it, and its lines' status."""
-    has_event, reason = state.emit_events(list(parse_record(row)))
-    status = outcome_status(has_event, reason)
-    if status == "irrelevant":
-        state.irrelevant_families[record_family(row["logger"], row["message"])] += len(lines)
-    for number, text in lines:
-        state.status(number, text, status, reason)
-
-
-def _batchable_request(row: Row) -> bool:
-    """A one-line request-log record :mod:`~epoch_audit.bronze.parsers.request_log_arrow` may read."""
-    message = row["message"]
-    return (row["logger"] == REQUEST_LOGGER and row["problem"] is None and row["line_format"] != "redpanda"
-            and message.startswith(_JSON_REQUEST) and message.endswith("}"))
-
-
-def _read_requests(state: FilePass, pending: list[tuple[Row, str]], file: Any) -> None:
-    """The waiting request records, in line order: those Arrow reads as one event each (their
-    rows one Arrow batch), the others through the per-line parsers; ``pending`` is emptied."""
-    if not pending:
-        return
-    parsed = []
-    if len(pending) >= REQUEST_BATCH_MIN:  # below, the per-line parser is cheaper than Arrow's calls
-        messages = [row["message"] for row, _ in pending]
-        parsed = request_log_arrow.parse_batch(messages, request_log_arrow.eligible_apis(messages))
-    read = {p for batch in parsed for p in batch.positions}
-    own = [0] * len(pending)
-    micros = [0] * len(pending)
-    for i, (row, text) in enumerate(pending):
-        if i not in read:
-            _settle_record(state, row, [(row["line_number"], text)])
-            continue
-        micros[i] = when = _micros(row["event_time"])
-        if state.max_micros is None or when > state.max_micros:
-            state.max_micros = when
-        own[i] = state.max_micros
-        state.vouch(row["line_number"], 0)
-        state.status(row["line_number"], text, "parsed")
-    for batch in parsed:
-        rows = [pending[p][0] for p in batch.positions]
-        state.out.append(request_log_arrow.event_batch(
-            batch, file, [r["line_number"] for r in rows], [micros[p] for p in batch.positions],
-            [own[p] for p in batch.positions], [r["level"] for r in rows], [r["raw"] for r in rows],
-            PASS_ARROW_SCHEMA))
-    pending.clear()
-
-
-def _dump_file(state: FilePass, lines: Iterable[Line], zone: str) -> Iterator[Row]:
-    """A file-level format: lines to its parser in order; each line's status from the events at
-    that line (parsers yield in line order, so a line is settled once a later line's rows come)."""
-    task = state.task
-    parse_file = FILE_PARSERS.get(task["log_kind"])
-    pending: deque[tuple[int, str]] = deque()  # lines handed to the parser, not yet settled
-    settled_events: dict[int, tuple[bool, str | None]] = {}
-
-    def readable() -> Iterator[Row]:
-        for number, raw_text, chars, read_problem in lines:
-            text, problem = state.line_facts(raw_text, chars, read_problem)
-            if problem is not None:
-                state.status(number, text, "malformed", problem)
-                continue
-            pending.append((number, text))
-            yield _line_row(task, number, text, len(text))
-
-    def settle(before: int | None) -> None:
-        while pending and (before is None or pending[0][0] < before):
-            number, text = pending.popleft()
-            has_event, reason = settled_events.pop(number, (False, None))
-            status = outcome_status(has_event, reason)
-            if status == "irrelevant":
-                state.irrelevant_families[line_family(task["log_kind"], text)] += 1
-            state.status(number, text, status, reason)
-
-    if parse_file is None:
-        for _ in readable():
-            yield from state.take()
-        settle(None)
-        yield from state.take()
-        return
-    batch: list[Row] = []
-    for row in parse_file(readable(), zone):
-        if batch and row["line_number"] != batch[0]["line_number"]:
-            _settle_line(state, batch, settled_events)
-            settle(row["line_number"])
-            batch = []
-            yield from state.take()
-        batch.append(row)
-    if batch:
-        _settle_line(state, batch, settled_events)
-    settle(None)
-    yield from state.take()
-
-
-def _settle_line(state: FilePass, rows: list[Row], outcomes: dict[int, tuple[bool, str | None]]) -> None:
-    number = rows[0]["line_number"]
-    has_event, reason = state.emit_events(rows)
-    before = outcomes.get(number, (False, None))
-    outcomes[number] = (before[0] or has_event, before[1] if before[1] is not None else reason)
 
 
 def task_items(
@@ -426,9 +70,9 @@ def task_items(
         (task["start_line"] + k, text, chars, problem) for k, (text, chars, problem) in enumerate(task_lines(task))
     )
     if task["log_kind"] in LOG_KINDS:
-        yield from _log_file(state, numbered, zone, vectorised)
+        yield from log_file(state, numbered, zone, vectorised)
     else:
-        yield from _dump_file(state, numbered, zone)
+        yield from dump_file(state, numbered, zone)
     yield from state.family_rows()
     yield state.file_row()
 

@@ -1,0 +1,264 @@
+"""One log file's lines through the ingest pass (:mod:`epoch_audit.bronze.single_pass`): framed
+into records (:mod:`epoch_audit.bronze.framing`), each record to its parsers, every line counted;
+file-level formats (dumps, checkpoints) line by line through their file parser.
+
+The request log's one-line FETCH and PRODUCE records wait for a batch that
+:mod:`~epoch_audit.bronze.parsers.request_log_arrow` reads in Arrow. A chunk of lines with no
+secret hint, no NUL, no carriage return and nothing but ASCII skips the framing's regexes for its
+lines of the request log's own layout (``[<time>] <LEVEL> Completed request:{...}
+(kafka.request.logger)``): what those regexes would find there is fixed by the layout."""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+from collections.abc import Iterable, Iterator
+from itertools import islice
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from epoch_audit.bronze.accounting import orphan_status, outcome_status
+from epoch_audit.bronze.families import line_family
+from epoch_audit.bronze.file_pass import (
+    PASS_ARROW_SCHEMA,
+    PROVENANCE,
+    REQUEST_LOGGER,
+    FilePass,
+    Line,
+    epoch_micros,
+    provenance,
+    settle_record,
+)
+from epoch_audit.bronze.framing import MarkedLine, Record, local_time, mark, record_row
+from epoch_audit.bronze.parsers import checkpoints, metadata_dump, request_log_arrow, segment_dump
+from epoch_audit.bronze.parsers.rows import Row
+from epoch_audit.bronze.records import SECRET_HINTS
+
+LOG_KINDS = ("state-change", "controller", "server", "request", "redpanda", "log")  # == bronze.discover.LOG_KINDS
+# file kind -> its parser (one file's lines in order, the source time zone)
+FILE_PARSERS = {
+    "metadata-dump": lambda lines, zone: metadata_dump.parse_file(lines),
+    "segment-dump": lambda lines, zone: segment_dump.parse_file(lines),
+    # copy suffixes of checkpoint files are host-local times
+    **{
+        kind: checkpoints.parse_file_in_zone
+        for kind in ("leader-epoch-checkpoint", "replication-offset-checkpoint", "recovery-point-offset-checkpoint",
+                     "log-start-offset-checkpoint", "partition-metadata")
+    },
+}
+_JSON_REQUEST = "Completed request:{"
+# single-line request records read by Arrow a batch at a time: up to REQUEST_BATCH, from REQUEST_BATCH_MIN
+REQUEST_BATCH = 4096
+REQUEST_BATCH_MIN = 16
+_REQUEST_TAIL = " (" + REQUEST_LOGGER + ")"
+# the request log's own layout up to its JSON (records.KAFKA_START's time stamp and levels)
+_REQUEST_START = re.compile(
+    r"\[\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2},\d{3}\] (TRACE|DEBUG|INFO|WARN|ERROR|FATAL) Completed request:\{", re.ASCII
+)
+_HINTS = "|".join(re.escape(hint) for hint in SECRET_HINTS)
+
+
+def _line_row(task: Row, number: int, text: str, chars: int) -> Row:
+    return {
+        "file_id": task["file_id"], "source_file": task["source_file"], "file_name": task["file_name"],
+        "cluster_id": task["cluster_id"], "host_id": task["host_id"], "file_order": task["file_order"],
+        "log_kind": task["log_kind"], "line_number": number, "text": text, "line_chars": chars, "problem": None,
+    }
+
+
+
+class _RequestLine:
+    """A one-line record of the request log's layout, framed without the framing's regexes."""
+
+    __slots__ = ("level", "number", "text")
+
+    def __init__(self, number: int, text: str, level: str) -> None:
+        self.number, self.text, self.level = number, text, level
+
+
+# a request record waiting for its batch: (line number, line text, raw, level, message, event
+# time, its record row, or None for a _RequestLine's: made only if the per-line parser reads it)
+Pending = tuple
+
+
+def _clean_chunk(texts: list[str]) -> bool:
+    """Whether no line of ``texts`` holds a secret hint, a NUL, a carriage return or a non-ASCII
+    character: redaction then changes nothing and Java's ``.`` matches every character."""
+    joined = "\n".join(texts)
+    if not joined.isascii() or "\r" in joined or "\x00" in joined:
+        return False
+    return not pc.match_substring_regex(pa.array([joined]), _HINTS, ignore_case=True)[0].as_py()
+
+
+def log_file(state: FilePass, lines: Iterable[Line], zone: str, vectorised: bool = True) -> Iterator[Row]:
+    """A log file's lines (``vectorised``: the request log's records in Arrow batches, see the module)."""
+    task = state.task
+    prov = provenance(task)
+    texts: dict[int, str] = {}  # text of the lines of the record being framed (quarantine needs them)
+    file = request_log_arrow.FileConstants(*(task[k] for k in PROVENANCE)) if vectorised else None
+    pending: list[Pending] = []
+    current: Record | _RequestLine | None = None
+
+    def materialised(line: _RequestLine) -> Record:
+        texts[line.number] = line.text
+        return Record(MarkedLine(line.number, *mark(line.text)))
+
+    def wait(entry: Pending) -> None:
+        pending.append(entry)
+        if len(pending) >= REQUEST_BATCH:
+            _read_requests(state, pending, file, prov, zone)
+
+    def finish(record: Record | _RequestLine) -> None:
+        """A complete record: to the waiting batch, or through its parsers now."""
+        if isinstance(record, _RequestLine):
+            text, level = record.text, record.level
+            event_time = local_time(text[1:24], zone)
+            message = text[27 + len(level):-len(_REQUEST_TAIL)]
+            if event_time is not None and message.endswith("}"):
+                wait((record.number, text, text, level, message, event_time, None))
+                return
+            record = materialised(record)
+        row = record_row(record, prov, zone)
+        number = record.start.line_number
+        if file is not None and not record.continuation and _batchable_request(row):
+            wait((number, texts.pop(number), row["raw"], row["level"], row["message"], row["event_time"], row))
+            return
+        _read_requests(state, pending, file, prov, zone)
+        numbers = (number, *record.continuation_lines)
+        settle_record(state, row, [(n, texts.pop(n)) for n in numbers])
+
+    source = iter(lines)
+    while chunk := list(islice(source, REQUEST_BATCH)):
+        clean = file is not None and _clean_chunk([line[1] for line in chunk])
+        for number, raw_text, chars, read_problem in chunk:
+            if clean and read_problem is None and chars == len(raw_text) and raw_text.endswith(_REQUEST_TAIL):
+                found = _REQUEST_START.match(raw_text)
+                if found is not None:
+                    state.counts["lines_read"] += 1
+                    if current is not None:
+                        finish(current)
+                    current = _RequestLine(number, raw_text, found.group(1))
+                    yield from state.take()
+                    continue
+            text, problem = state.line_facts(raw_text, chars, read_problem)
+            if problem is not None:
+                _read_requests(state, pending, file, prov, zone)  # the statuses in line order
+                state.status(number, text, "malformed", problem)
+                yield from state.take()
+                continue
+            inner, fmt, found = mark(text)
+            if fmt is not None:  # a record start
+                if current is not None:
+                    finish(current)
+                current = Record(MarkedLine(number, inner, fmt, found))
+                texts[number] = text
+            elif current is None:  # an orphan: before any record start
+                _read_requests(state, pending, file, prov, zone)
+                state.status(number, text, *orphan_status(text))
+            else:
+                if isinstance(current, _RequestLine):
+                    current = materialised(current)
+                current.continuation.append(inner)
+                current.continuation_lines.append(number)
+                texts[number] = text
+            yield from state.take()
+    if current is not None:
+        finish(current)
+    _read_requests(state, pending, file, prov, zone)
+    yield from state.take()
+
+
+def _batchable_request(row: Row) -> bool:
+    """A one-line request-log record :mod:`~epoch_audit.bronze.parsers.request_log_arrow` may read."""
+    message = row["message"]
+    return (row["logger"] == REQUEST_LOGGER and row["problem"] is None and row["line_format"] != "redpanda"
+            and message.startswith(_JSON_REQUEST) and message.endswith("}"))
+
+
+def _read_requests(state: FilePass, pending: list[Pending], file: request_log_arrow.FileConstants | None,
+                   prov: Row, zone: str) -> None:
+    """The waiting request records, in line order: those Arrow reads as one event each (their
+    rows one Arrow batch), the others through the per-line parsers; ``pending`` is emptied."""
+    if not pending:
+        return
+    parsed = []
+    if len(pending) >= REQUEST_BATCH_MIN:  # below, the per-line parser is cheaper than Arrow's calls
+        messages = [entry[4] for entry in pending]
+        parsed = request_log_arrow.parse_batch(messages, request_log_arrow.eligible_apis(messages))
+    read = {p for batch in parsed for p in batch.positions}
+    own = [0] * len(pending)
+    micros = [0] * len(pending)
+    for i, (number, text, _, _, _, event_time, row) in enumerate(pending):
+        if i not in read:
+            if row is None:
+                row = record_row(Record(MarkedLine(number, *mark(text))), prov, zone)
+            settle_record(state, row, [(number, text)])
+            continue
+        micros[i] = when = epoch_micros(event_time)
+        if state.max_micros is None or when > state.max_micros:
+            state.max_micros = when
+        own[i] = state.max_micros
+        state.vouch(number, 0)
+        state.status(number, text, "parsed")
+    for batch in parsed:
+        chosen = [pending[p] for p in batch.positions]
+        state.out.append(request_log_arrow.event_batch(
+            batch, file, [entry[0] for entry in chosen], [micros[p] for p in batch.positions],
+            [own[p] for p in batch.positions], [entry[3] for entry in chosen], [entry[2] for entry in chosen],
+            PASS_ARROW_SCHEMA))
+    pending.clear()
+
+
+def dump_file(state: FilePass, lines: Iterable[Line], zone: str) -> Iterator[Row]:
+    """A file-level format: lines to its parser in order; each line's status from the events at
+    that line (parsers yield in line order, so a line is settled once a later line's rows come)."""
+    task = state.task
+    parse_file = FILE_PARSERS.get(task["log_kind"])
+    pending: deque[tuple[int, str]] = deque()  # lines handed to the parser, not yet settled
+    settled_events: dict[int, tuple[bool, str | None]] = {}
+
+    def readable() -> Iterator[Row]:
+        for number, raw_text, chars, read_problem in lines:
+            text, problem = state.line_facts(raw_text, chars, read_problem)
+            if problem is not None:
+                state.status(number, text, "malformed", problem)
+                continue
+            pending.append((number, text))
+            yield _line_row(task, number, text, len(text))
+
+    def settle(before: int | None) -> None:
+        while pending and (before is None or pending[0][0] < before):
+            number, text = pending.popleft()
+            has_event, reason = settled_events.pop(number, (False, None))
+            status = outcome_status(has_event, reason)
+            if status == "irrelevant":
+                state.irrelevant_families[line_family(task["log_kind"], text)] += 1
+            state.status(number, text, status, reason)
+
+    if parse_file is None:
+        for _ in readable():
+            yield from state.take()
+        settle(None)
+        yield from state.take()
+        return
+    batch: list[Row] = []
+    for row in parse_file(readable(), zone):
+        if batch and row["line_number"] != batch[0]["line_number"]:
+            _settle_line(state, batch, settled_events)
+            settle(row["line_number"])
+            batch = []
+            yield from state.take()
+        batch.append(row)
+    if batch:
+        _settle_line(state, batch, settled_events)
+    settle(None)
+    yield from state.take()
+
+
+def _settle_line(state: FilePass, rows: list[Row], outcomes: dict[int, tuple[bool, str | None]]) -> None:
+    number = rows[0]["line_number"]
+    has_event, reason = state.emit_events(rows)
+    before = outcomes.get(number, (False, None))
+    outcomes[number] = (before[0] or has_event, before[1] if before[1] is not None else reason)
+
