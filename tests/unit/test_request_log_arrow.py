@@ -6,55 +6,16 @@ lab's real request logs and on lines made to differ where Spark's JSON reading a
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
-import pyarrow as pa
 import pytest
 
-from epoch_audit.bronze.discover import describe
-from epoch_audit.bronze.single_pass import PASS_ARROW_SCHEMA, REQUEST_BATCH_MIN, _to_batch, batch_rows, task_items
-from epoch_audit.config import AppConfig
+from epoch_audit.bronze.single_pass import REQUEST_BATCH_MIN
+from tests.unit.both_ways import read_both_ways
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 REQUEST_LOGS = sorted(FIXTURES.glob("lab/*/kafka-request.log")) + sorted((FIXTURES / "request").glob("*.log"))
 TAIL = " (kafka.request.logger)"
-
-
-def _task(path: Path) -> dict:
-    config = AppConfig()
-    f = describe(path, config)
-    return dict(file_id=f.file_id, source_file=f.source_file, file_name=f.file_name, cluster_id=f.cluster_id,
-                host_id=f.host_id, file_order=f.file_order, log_kind=f.log_kind, read_path=os.path.abspath(path),
-                compressed="false", start_byte=0, start_line=1, end_byte=f.size_bytes,
-                max_line_chars=config.ingest.max_line_chars, batch_lines=config.ingest.batch_lines,
-                read_problem=f.read_problem, seed_micros=None)
-
-
-def _event_table(rows: list[dict], batches: list[pa.RecordBatch]) -> pa.Table:
-    events = [r for r in rows if r["row_kind"] == "event"]
-    parts = ([_to_batch(events)] if events else []) + batches
-    return pa.Table.from_batches(parts, PASS_ARROW_SCHEMA).sort_by([("line_number", "ascending"),
-                                                                      ("sub_index", "ascending")])
-
-
-def _read_both_ways(path: Path) -> tuple[list[dict], int]:
-    """The per-line rows of ``path``; asserts the batched reading equals them; returns the rows and
-    how many events the Arrow batches held."""
-    task = _task(path)
-    slow_statuses: list = []
-    fast_statuses: list = []
-    slow = list(task_items(task, "UTC", slow_statuses, vectorised=False))
-    fast = list(task_items(task, "UTC", fast_statuses))
-    assert not any(isinstance(item, pa.RecordBatch) for item in slow)
-    batches = [item for item in fast if isinstance(item, pa.RecordBatch)]
-    fast_rows = [item for item in fast if not isinstance(item, pa.RecordBatch)]
-    assert fast_statuses == slow_statuses
-    assert _event_table(fast_rows, batches).equals(_event_table(slow, []))
-    key = lambda r: (r["row_kind"], r.get("line_number") or 0, r.get("sub_index") or 0, str(r.get("reason")))  # noqa: E731
-    as_rows = fast_rows + [row for batch in batches for row in batch_rows(batch)]
-    assert sorted(as_rows, key=key) == sorted(slow, key=key)
-    return slow, sum(b.num_rows for b in batches)
 
 
 def _messages(kinds: tuple[str, ...] = ("FETCH", "PRODUCE")) -> list[str]:
@@ -76,13 +37,13 @@ def _write(tmp_path: Path, lines: list[str]) -> Path:
 
 @pytest.mark.parametrize("path", REQUEST_LOGS, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_real_request_logs_read_alike(path):
-    _read_both_ways(path)
+    read_both_ways(path)
 
 
 def test_real_fetch_and_produce_lines_are_read_by_arrow(tmp_path):
     lines = _messages()
     assert len(lines) >= 30
-    rows, batched = _read_both_ways(_write(tmp_path, lines * 3))
+    rows, batched = read_both_ways(_write(tmp_path, lines * 3))
     events = [r for r in rows if r["row_kind"] == "event"]
     # every one-partition line of the lab's logs is one the batches read
     assert batched >= len(lines) * 2
@@ -163,7 +124,7 @@ def test_lines_made_to_differ_read_alike(tmp_path):
         for variant in _variants(base):
             # each among good lines, in batches large enough for Arrow
             lines += [base] * REQUEST_BATCH_MIN + [variant]
-    rows, batched = _read_both_ways(_write(tmp_path, lines))
+    rows, batched = read_both_ways(_write(tmp_path, lines))
     assert batched >= len(lines) * 0.8
     malformed = [r for r in rows if r["row_kind"] == "quarantine"]
     assert len(malformed) >= 16  # the variants Spark refuses stay refused
@@ -173,10 +134,10 @@ def test_a_batch_arrow_refuses_whole_and_a_short_batch(tmp_path):
     fetch = next(line for line in _messages(("FETCH",)))
     # a repeated key (the last wins in Spark too), beyond int32, a fraction, a string for a number
     refused = _variants(fetch)[:4]
-    rows, batched = _read_both_ways(_write(tmp_path, refused * 20))
+    rows, batched = read_both_ways(_write(tmp_path, refused * 20))
     assert batched == 0
     assert sum(r["row_kind"] == "quarantine" for r in rows) == 20 * 3
-    rows, batched = _read_both_ways(_write(tmp_path, [fetch] * (REQUEST_BATCH_MIN - 1)))
+    rows, batched = read_both_ways(_write(tmp_path, [fetch] * (REQUEST_BATCH_MIN - 1)))
     assert batched == 0 and sum(r["row_kind"] == "event" for r in rows) == REQUEST_BATCH_MIN - 1
 
 
@@ -209,10 +170,10 @@ def test_lines_around_the_framing_shortcut_read_alike(tmp_path):
     lines.append(fetch.replace('"clientId":"', '"clientId":"nul\x00', 1))
     lines += good * 2
     path = _write(tmp_path, lines)
-    rows, batched = _read_both_ways(path)
+    rows, batched = read_both_ways(path)
     assert batched >= len(good) * len(odd)
     assert any("[redacted]" in (r.get("raw") or "") for r in rows)
     # a chunk of the file's own, with a cut line in it (longer than the reader keeps)
     long_line = fetch.replace('"clientId":"', '"clientId":"' + "x" * 2_000_000, 1)
     path.write_text("".join(line + "\n" for line in good + [long_line] + good), encoding="utf-8")
-    _read_both_ways(path)
+    read_both_ways(path)

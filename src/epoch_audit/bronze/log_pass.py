@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from itertools import islice
 
 import pyarrow as pa
@@ -31,7 +31,14 @@ from epoch_audit.bronze.file_pass import (
     settle_record,
 )
 from epoch_audit.bronze.framing import MarkedLine, Record, local_time, mark, record_row
-from epoch_audit.bronze.parsers import checkpoints, metadata_dump, request_log_arrow, segment_dump
+from epoch_audit.bronze.parsers import (
+    checkpoints,
+    metadata_dump,
+    request_log_arrow,
+    segment_dump,
+    segment_dump_arrow,
+)
+from epoch_audit.bronze.parsers.arrow_rows import FileConstants, details_map, pass_batch
 from epoch_audit.bronze.parsers.rows import Row
 from epoch_audit.bronze.records import SECRET_HINTS
 
@@ -96,7 +103,7 @@ def log_file(state: FilePass, lines: Iterable[Line], zone: str, vectorised: bool
     task = state.task
     prov = provenance(task)
     texts: dict[int, str] = {}  # text of the lines of the record being framed (quarantine needs them)
-    file = request_log_arrow.FileConstants(*(task[k] for k in PROVENANCE)) if vectorised else None
+    file = FileConstants(*(task[k] for k in PROVENANCE)) if vectorised else None
     pending: list[Pending] = []
     current: Record | _RequestLine | None = None
 
@@ -176,7 +183,7 @@ def _batchable_request(row: Row) -> bool:
             and message.startswith(_JSON_REQUEST) and message.endswith("}"))
 
 
-def _read_requests(state: FilePass, pending: list[Pending], file: request_log_arrow.FileConstants | None,
+def _read_requests(state: FilePass, pending: list[Pending], file: FileConstants | None,
                    prov: Row, zone: str) -> None:
     """The waiting request records, in line order: those Arrow reads as one event each (their
     rows one Arrow batch), the others through the per-line parsers; ``pending`` is emptied."""
@@ -210,10 +217,13 @@ def _read_requests(state: FilePass, pending: list[Pending], file: request_log_ar
     pending.clear()
 
 
-def dump_file(state: FilePass, lines: Iterable[Line], zone: str) -> Iterator[Row]:
+def dump_file(state: FilePass, lines: Iterable[Line], zone: str, vectorised: bool = True) -> Iterator[Row]:
     """A file-level format: lines to its parser in order; each line's status from the events at
     that line (parsers yield in line order, so a line is settled once a later line's rows come)."""
     task = state.task
+    if vectorised and task["log_kind"] == segment_dump.LOG_KIND:
+        yield from _segment_file(state, lines)
+        return
     parse_file = FILE_PARSERS.get(task["log_kind"])
     pending: deque[tuple[int, str]] = deque()  # lines handed to the parser, not yet settled
     settled_events: dict[int, tuple[bool, str | None]] = {}
@@ -262,3 +272,127 @@ def _settle_line(state: FilePass, rows: list[Row], outcomes: dict[int, tuple[boo
     before = outcomes.get(number, (False, None))
     outcomes[number] = (before[0] or has_event, before[1] if before[1] is not None else reason)
 
+
+
+def _segment_file(state: FilePass, lines: Iterable[Line]) -> Iterator[Row]:
+    """A segment dump: a clean chunk's batch lines read in Arrow (:func:`_read_segment_chunk`),
+    the other chunks line by line through ``segment_dump.DumpReader`` as :func:`dump_file` does."""
+    task = state.task
+    file = FileConstants(*(task[k] for k in PROVENANCE))
+    reader = segment_dump.DumpReader()
+    waiting: deque[tuple[int, str]] = deque()  # lines fed to the reader, not yet settled
+    outcomes: dict[int, tuple[bool, str | None]] = {}
+    line_rows: list[Row] = []  # the events of the last line the reader completed
+
+    def settle(before: int | None) -> None:
+        while waiting and (before is None or waiting[0][0] < before):
+            number, text = waiting.popleft()
+            has_event, reason = outcomes.pop(number, (False, None))
+            status = outcome_status(has_event, reason)
+            if status == "irrelevant":
+                state.irrelevant_families[line_family(task["log_kind"], text)] += 1
+            state.status(number, text, status, reason)
+
+    def take(rows: list[Row]) -> None:
+        nonlocal line_rows
+        for row in rows:
+            if line_rows and row["line_number"] != line_rows[0]["line_number"]:
+                _settle_line(state, line_rows, outcomes)
+                settle(row["line_number"])
+                line_rows = []
+            line_rows.append(row)
+
+    def drain() -> None:
+        """Every line fed so far settled (the waiting batch event is not a control batch's)."""
+        nonlocal line_rows
+        take(reader.close())
+        if line_rows:
+            _settle_line(state, line_rows, outcomes)
+            line_rows = []
+        settle(None)
+
+    source = iter(lines)
+    while chunk := list(islice(source, REQUEST_BATCH)):
+        waiting_control = reader.pending is not None and reader.pending.get("is_control")
+        if not waiting_control and _read_segment_chunk(state, reader, file, chunk, drain):
+            yield from state.take()
+            continue
+        for number, raw_text, chars, read_problem in chunk:
+            text, problem = state.line_facts(raw_text, chars, read_problem)
+            if problem is not None:
+                state.status(number, text, "malformed", problem)
+                continue
+            waiting.append((number, text))
+            take(reader.feed(_line_row(task, number, text, len(text))))
+        yield from state.take()
+    drain()
+    yield from state.take()
+
+
+def _read_segment_chunk(state: FilePass, reader: segment_dump.DumpReader, file: FileConstants, chunk: list[Line],
+                        drain: Callable[[], None]) -> bool:
+    """A chunk of a segment dump read here when it is clean (:func:`_clean_chunk`, every line whole)
+    and holds no legacy batch line: its batch lines' events one Arrow batch, every line's status;
+    False (nothing done) when it is not, or Arrow does not read its batch lines alike."""
+    texts = [line[1] for line in chunk]
+    if any(problem is not None or chars != len(text) for _, text, chars, problem in chunk) or not _clean_chunk(texts):
+        return False
+    sections = [reader.section]
+    batch_at: list[int] = []
+    section_of: list[int] = []  # per batch line: its section's index in sections
+    for i, text in enumerate(texts):
+        if text.startswith("baseOffset: "):
+            batch_at.append(i)
+            section_of.append(len(sections) - 1)
+        elif text.startswith("offset: ") and " magic: " in text:
+            return False  # a legacy batch: the per-line reader
+        elif text.startswith("Dumping "):
+            sections.append(segment_dump.dump_section(text))
+    parsed = segment_dump_arrow.parse_batch_lines([texts[i] for i in batch_at]) if batch_at else None
+    if batch_at and parsed is None:
+        return False
+    drain()
+    reader.section = sections[-1]
+    state.counts["lines_read"] += len(chunk)
+    numbers = [chunk[i][0] for i in batch_at]
+    if parsed is not None:
+        columns, details = parsed
+        micros = columns.pop("_event_micros")
+        own = []
+        running = state.max_micros
+        for when in micros.to_pylist():
+            if when is not None and (running is None or when > running):
+                running = when
+            own.append(running)
+        state.max_micros = running
+        where = [_batch_place(section, reader.directory(file.source_file)) for section in sections]
+        placed = [where[k] for k in section_of]
+        for position, name in enumerate(("topic", "partition")):
+            columns[name] = pa.array([p[position] for p in placed], pa.string() if position == 0 else pa.int32())
+        columns["event_type"] = pa.array(["data_batch"] * len(batch_at), pa.string())
+        columns["details"] = details_map(details + [
+            (name, pa.array([p[position] for p in placed], pa.string()))
+            for position, name in enumerate(("segment", "dump_path", "dir_state", "topic_partition_from"), start=2)
+        ], len(batch_at))
+        state.out.append(pass_batch(columns, file, numbers, micros, own, [texts[i] for i in batch_at], "state",
+                                    PASS_ARROW_SCHEMA))
+    batch_lines = set(batch_at)
+    for i, (number, text, _, _) in enumerate(chunk):
+        if i in batch_lines:
+            state.vouch(number, 0)
+            state.status(number, text, "parsed")
+        else:
+            state.irrelevant_families[line_family(file.log_kind, text)] += 1
+            state.status(number, text, "irrelevant")
+    return True
+
+
+def _batch_place(section: dict | None, file_dir: tuple) -> tuple:
+    """(topic, partition, segment, dump path, dir state, where the topic came from) of a batch line
+    under ``section`` (``segment_dump._batch_event``'s rule)."""
+    if section is not None and section["topic"] is not None:
+        topic, partition, state, source = section["topic"], section["partition"], section["state"], "dumping"
+    else:
+        (topic, partition, state), source = file_dir, "file_path"
+    return (topic, partition, section["segment"] if section else None, section["path"] if section else None, state,
+            source if topic is not None else None)

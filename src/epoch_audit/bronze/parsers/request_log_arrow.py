@@ -23,7 +23,6 @@ per-line parser, which stays the definition:
 
 from __future__ import annotations
 
-import hashlib
 import io
 import re
 from collections.abc import Sequence
@@ -35,6 +34,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pajson
 
+from epoch_audit.bronze.parsers.arrow_rows import FileConstants, details_map, pass_batch
 from epoch_audit.bronze.parsers.request_log_schemas import API_EVENT_TYPES, ERROR_NAMES, PREFIX, SCHEMAS
 
 FAST_APIS = ("FETCH", "PRODUCE")
@@ -66,18 +66,6 @@ _PARSE_OPTIONS = {
                              unexpected_field_behavior="ignore")
     for api in FAST_APIS
 }
-
-
-@dataclass(frozen=True)
-class FileConstants:
-    """What every event of one file shares (the provenance columns)."""
-
-    file_id: str
-    source_file: str
-    cluster_id: str | None
-    host_id: int | None
-    file_order: int | None
-    log_kind: str
 
 
 def eligible_apis(messages: Sequence[str]) -> list[str | None]:
@@ -164,28 +152,9 @@ def _topic_match(name: pa.Array, tid: pa.Array, idx: pa.Array, rname: pa.Array, 
     return pc.fill_null(pc.and_kleene(same_idx, pc.if_else(pc.is_valid(name), named, by_id)), False)
 
 
-def _text(values: pa.Array) -> pa.Array:
-    """A details value as the per-line parser prints it (``request_log._text``)."""
-    return values if pa.types.is_string(values.type) else pc.cast(values, pa.string())
-
-
 def _error_names(codes: pa.Array) -> pa.Array:
     names = [None if c is None else ERROR_NAMES.get(c) or f"UNKNOWN_ERROR_CODE_{c}" for c in codes.to_pylist()]
     return pa.array(names, pa.string())
-
-
-def _details(columns: list[tuple[str, pa.Array]], rows: int) -> pa.MapArray:
-    """map<string,string> of the non-null values, keys in ``columns`` order (the per-line order)."""
-    keys = len(columns)
-    values = pa.concat_arrays([_text(v) for _, v in columns])  # column-major: key k of row i at k * rows + i
-    order = (np.arange(keys)[None, :] * rows + np.arange(rows)[:, None]).ravel()  # row-major
-    items = values.take(pa.array(order))
-    names = pa.array(np.repeat(np.array([k for k, _ in columns], dtype=object)[None, :], rows, axis=0).ravel(),
-                     pa.string())
-    present = items.is_valid()
-    counts = np.asarray(present.to_numpy(zero_copy_only=False), dtype=np.int32).reshape(rows, keys).sum(axis=1)
-    offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int32)
-    return pa.MapArray.from_arrays(pa.array(offsets), names.filter(present), items.filter(present))
 
 
 def _fetch(j: pa.StructArray) -> tuple[pa.Array, dict[str, pa.Array], list[tuple[str, pa.Array]]]:
@@ -251,11 +220,6 @@ def _produce(j: pa.StructArray) -> tuple[pa.Array, dict[str, pa.Array], list[tup
 _BUILDERS = {"FETCH": _fetch, "PRODUCE": _produce}
 
 
-def event_id(file_id: str, line_number: int) -> str:
-    """``rows.event_id`` of a line's only event (sub_index 0)."""
-    return hashlib.sha256(f"{file_id}|{line_number}|0".encode()).hexdigest()
-
-
 @dataclass
 class ParsedBatch:
     """The events of the records read here: ``positions`` (into the batch given), one event each,
@@ -298,7 +262,7 @@ def parse_batch(messages: Sequence[str], apis: Sequence[str | None]) -> list[Par
                 api_version=_field(header, "requestApiVersion"),
                 correlation_id=pc.cast(_field(header, "correlationId"), pa.int64()),
                 error=_error_names(error_code),
-                details=_details([("error_code", error_code), ("top_error_code", top),
+                details=details_map([("error_code", error_code), ("top_error_code", top),
                                   ("client_id", _field(header, "clientId")), *details], rows),
             )
             out.append(ParsedBatch([chosen[p] for p in positions], columns))
@@ -311,22 +275,6 @@ def event_batch(parsed: ParsedBatch, file: FileConstants, lines: Sequence[int], 
     """``parsed``'s events as the ingest pass's rows (``schema``: its Arrow schema); per event its
     line number, event time and running max event time of the file (epoch microseconds), level and raw text."""
     rows = len(parsed.positions)
-    micros_array = pa.array(micros, pa.int64())
-    event_time = micros_array.cast(pa.timestamp("us", tz="UTC"))
     columns = dict(parsed.columns)
-    columns.update(
-        row_kind=pa.array(["event"] * rows, pa.string()),
-        event_id=pa.array([event_id(file.file_id, n) for n in lines], pa.string()),
-        cluster_id=pa.array([file.cluster_id] * rows, pa.string()),
-        host_id=pa.array([file.host_id] * rows, pa.int32()),
-        broker_id=pa.array([file.host_id] * rows, pa.int32()),
-        event_time=event_time, source_file=pa.array([file.source_file] * rows, pa.string()),
-        file_id=pa.array([file.file_id] * rows, pa.string()), file_order=pa.array([file.file_order] * rows, pa.int64()),
-        line_number=pa.array(lines, pa.int64()), sub_index=pa.array(np.zeros(rows, dtype=np.int32)),
-        log_kind=pa.array([file.log_kind] * rows, pa.string()), level=pa.array(levels, pa.string()),
-        logger=pa.array([REQUEST_LOGGER] * rows, pa.string()), raw=pa.array(raws, pa.string()),
-        event_date=pc.cast(event_time, pa.date32()), event_class=pa.array(["traffic"] * rows, pa.string()),
-        own_time=pa.array(own_micros, pa.int64()).cast(pa.timestamp("us", tz="UTC")),
-    )
-    arrays = [columns[f.name].cast(f.type) if f.name in columns else pa.nulls(rows, f.type) for f in schema]
-    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+    columns.update(level=pa.array(levels, pa.string()), logger=pa.array([REQUEST_LOGGER] * rows, pa.string()))
+    return pass_batch(columns, file, lines, pa.array(micros, pa.int64()), own_micros, raws, "traffic", schema)

@@ -189,6 +189,48 @@ def _batch_event(line: Row, text: str, section: dict[str, Any] | None, file_dir:
     return row
 
 
+class DumpReader:
+    """:func:`parse_file`'s state, fed a line at a time: the current ``Dumping`` section, the
+    directory the file sits in, and the last batch event, waiting for a marker line."""
+
+    def __init__(self) -> None:
+        self.section: dict[str, Any] | None = None
+        self.file_dir: tuple | None = None
+        self.pending: Row | None = None
+
+    def feed(self, line: Row) -> list[Row]:
+        """The events ``line`` completes (the waiting batch's, once a later line shows it has no marker)."""
+        if line["log_kind"] != LOG_KIND:
+            return []
+        text = clean_line(line["text"])
+        kind = _line_kind(text)
+        if kind is None:
+            return []
+        done = []
+        if self.pending is not None:
+            if kind == "marker" and self.pending.get("is_control"):
+                self.pending["record_type"] = control_marker(text)
+            done.append(self.pending)
+            self.pending = None
+        if kind == "dumping":
+            self.section = dump_section(text)
+        elif kind == "batch":
+            self.pending = _batch_event(line, text, self.section, self.directory(line["source_file"]))
+        return done
+
+    def directory(self, source_file: str) -> tuple:
+        """(topic, partition, state) of the directory the file sits in (all None if no partition's)."""
+        if self.file_dir is None:
+            self.file_dir = partition_dir(parent_dir(source_file))
+        return self.file_dir
+
+    def close(self) -> list[Row]:
+        """The waiting batch event, at the end of the file."""
+        done = [] if self.pending is None else [self.pending]
+        self.pending = None
+        return done
+
+
 def parse_file(lines: Iterator[Row]) -> Iterable[Row]:
     """One segment dump's lines (line order) -> ``data_batch`` events (§4.1), streamed.
 
@@ -200,29 +242,10 @@ def parse_file(lines: Iterator[Row]) -> Iterable[Row]:
     would put its own batch line in between). Only lines of this read count: a file read from the
     middle has no section until its next ``Dumping`` line.
     """
-    section: dict[str, Any] | None = None
-    file_dir: tuple | None = None
-    pending: Row | None = None  # the last batch event, waiting for a marker line
+    reader = DumpReader()
     for line in lines:
-        if line["log_kind"] != LOG_KIND:
-            continue
-        text = clean_line(line["text"])
-        kind = _line_kind(text)
-        if kind is None:
-            continue
-        if pending is not None:
-            if kind == "marker" and pending.get("is_control"):
-                pending["record_type"] = control_marker(text)
-            yield pending
-            pending = None
-        if kind == "dumping":
-            section = dump_section(text)
-        elif kind == "batch":
-            if file_dir is None:
-                file_dir = partition_dir(parent_dir(line["source_file"]))
-            pending = _batch_event(line, text, section, file_dir)
-    if pending is not None:
-        yield pending
+        yield from reader.feed(line)
+    yield from reader.close()
 
 
 def parse_segment_dump(lines: DataFrame) -> DataFrame:
