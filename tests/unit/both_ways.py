@@ -30,14 +30,14 @@ def _event_table(rows: list[dict], batches: list[pa.RecordBatch]) -> pa.Table:
                                                                       ("sub_index", "ascending")])
 
 
-def read_both_ways(path: Path) -> tuple[list[dict], int]:
+def read_both_ways(path: Path, zone: str = "UTC") -> tuple[list[dict], int]:
     """The per-line rows of ``path``; asserts the batched reading equals them; returns the rows and
     how many events the Arrow batches held."""
     task = _task(path)
     slow_statuses: list = []
     fast_statuses: list = []
-    slow = list(task_items(task, "UTC", slow_statuses, vectorised=False))
-    fast = list(task_items(task, "UTC", fast_statuses))
+    slow = list(task_items(task, zone, slow_statuses, vectorised=False))
+    fast = list(task_items(task, zone, fast_statuses))
     assert not any(isinstance(item, pa.RecordBatch) for item in slow)
     batches = [item for item in fast if isinstance(item, pa.RecordBatch)]
     fast_rows = [item for item in fast if not isinstance(item, pa.RecordBatch)]

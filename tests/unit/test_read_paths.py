@@ -72,3 +72,20 @@ def test_a_file_the_executor_cannot_open_fails_the_read(tmp_path, compressed):
     with pytest.raises(InputUnreadableError, match=f"cannot open input file {missing}: .*shared mount"):
         list(task_lines(task))
 
+
+
+def test_files_are_described_on_threads_in_order_and_a_vanished_one_is_reported(tmp_path):
+    from epoch_audit.config import AppConfig
+    from epoch_audit.stages.ingest import _describe_all
+
+    paths = []
+    for k in range(12):
+        path = tmp_path / "cluster=c1" / f"broker-{k}" / "server.log"
+        path.parent.mkdir(parents=True)
+        path.write_text(f"[2024-03-05 02:03:29,835] INFO line {k} (kafka.server.KafkaServer)\n" * (k + 1))
+        paths.append(path)
+    paths.insert(5, tmp_path / "gone.log")
+    described = _describe_all(paths, AppConfig())
+    assert [d is None for d, _ in described] == [p.name == "gone.log" for p in paths]
+    assert isinstance(described[5][1], FileNotFoundError)
+    assert [d.size_bytes for d, _ in described if d is not None] == [path.stat().st_size for path in paths if path.exists()]

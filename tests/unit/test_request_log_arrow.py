@@ -177,3 +177,15 @@ def test_lines_around_the_framing_shortcut_read_alike(tmp_path):
     long_line = fetch.replace('"clientId":"', '"clientId":"' + "x" * 2_000_000, 1)
     path.write_text("".join(line + "\n" for line in good + [long_line] + good), encoding="utf-8")
     read_both_ways(path)
+
+
+@pytest.mark.parametrize("zone", ["Europe/Berlin", "America/St_Johns", "UTC"])
+def test_local_times_across_daylight_saving_changes_read_alike(tmp_path, zone):
+    fetch = next(line for line in _messages(("FETCH",)))
+    rest = fetch[fetch.index("]"):]
+    stamps = [f"2024-03-31 0{h}:{m:02d}:{s:02d},{ms:03d}" for h in (1, 2, 3) for m in (0, 59) for s in (0, 59)
+              for ms in (0, 999)]
+    stamps += [f"2024-10-27 0{h}:30:00,500" for h in (1, 2, 3)] + ["2024-11-03 01:30:00,000", "2024-02-29 23:59:59,999"]
+    lines = ["[" + stamp + rest for stamp in stamps] * 2
+    rows, batched = read_both_ways(_write(tmp_path, lines), zone)
+    assert batched == len(lines)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
+from functools import lru_cache
 from itertools import islice
 
 import pyarrow as pa
@@ -85,8 +86,18 @@ class _RequestLine:
 
 
 # a request record waiting for its batch: (line number, line text, raw, level, message, event
-# time, its record row, or None for a _RequestLine's: made only if the per-line parser reads it)
+# time in epoch microseconds, its record row, or None for a _RequestLine's: made only if the
+# per-line parser reads it)
 Pending = tuple
+
+
+@lru_cache(maxsize=1 << 16)
+def _second_micros(second: str, zone: str) -> int | None:
+    """Epoch microseconds of ``yyyy-MM-dd HH:mm:ss`` read in ``zone`` as ``framing.local_time`` reads
+    it (None where it does not); a log's lines share their seconds, and a zone's offset changes on a
+    whole second, so a line's time is its second's plus its milliseconds."""
+    when = local_time(second + ",000", zone)
+    return None if when is None else epoch_micros(when)
 
 
 def _clean_chunk(texts: list[str]) -> bool:
@@ -120,16 +131,17 @@ def log_file(state: FilePass, lines: Iterable[Line], zone: str, vectorised: bool
         """A complete record: to the waiting batch, or through its parsers now."""
         if isinstance(record, _RequestLine):
             text, level = record.text, record.level
-            event_time = local_time(text[1:24], zone)
+            second = _second_micros(text[1:20], zone)
             message = text[27 + len(level):-len(_REQUEST_TAIL)]
-            if event_time is not None and message.endswith("}"):
-                wait((record.number, text, text, level, message, event_time, None))
+            if second is not None and message.endswith("}"):
+                wait((record.number, text, text, level, message, second + int(text[21:24]) * 1000, None))
                 return
             record = materialised(record)
         row = record_row(record, prov, zone)
         number = record.start.line_number
         if file is not None and not record.continuation and _batchable_request(row):
-            wait((number, texts.pop(number), row["raw"], row["level"], row["message"], row["event_time"], row))
+            wait((number, texts.pop(number), row["raw"], row["level"], row["message"], epoch_micros(row["event_time"]),
+                  row))
             return
         _read_requests(state, pending, file, prov, zone)
         numbers = (number, *record.continuation_lines)
@@ -196,13 +208,13 @@ def _read_requests(state: FilePass, pending: list[Pending], file: FileConstants 
     read = {p for batch in parsed for p in batch.positions}
     own = [0] * len(pending)
     micros = [0] * len(pending)
-    for i, (number, text, _, _, _, event_time, row) in enumerate(pending):
+    for i, (number, text, _, _, _, when, row) in enumerate(pending):
         if i not in read:
             if row is None:
                 row = record_row(Record(MarkedLine(number, *mark(text))), prov, zone)
             settle_record(state, row, [(number, text)])
             continue
-        micros[i] = when = epoch_micros(event_time)
+        micros[i] = when
         if state.max_micros is None or when > state.max_micros:
             state.max_micros = when
         own[i] = state.max_micros
