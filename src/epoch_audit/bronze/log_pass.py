@@ -241,22 +241,10 @@ def dump_file(state: FilePass, lines: Iterable[Line], zone: str, vectorised: boo
     settled_events: dict[int, tuple[bool, str | None]] = {}
 
     def readable() -> Iterator[Row]:
-        for number, raw_text, chars, read_problem in lines:
-            text, problem = state.line_facts(raw_text, chars, read_problem)
-            if problem is not None:
-                state.status(number, text, "malformed", problem)
-                continue
-            pending.append((number, text))
-            yield _line_row(task, number, text, len(text))
+        return _readable_rows(state, lines, pending)
 
     def settle(before: int | None) -> None:
-        while pending and (before is None or pending[0][0] < before):
-            number, text = pending.popleft()
-            has_event, reason = settled_events.pop(number, (False, None))
-            status = outcome_status(has_event, reason)
-            if status == "irrelevant":
-                state.irrelevant_families[line_family(task["log_kind"], text)] += 1
-            state.status(number, text, status, reason)
+        _settle_waiting(state, pending, settled_events, before)
 
     if parse_file is None:
         for _ in readable():
@@ -278,6 +266,30 @@ def dump_file(state: FilePass, lines: Iterable[Line], zone: str, vectorised: boo
     yield from state.take()
 
 
+def _readable_rows(state: FilePass, lines: Iterable[Line], waiting: deque[tuple[int, str]]) -> Iterator[Row]:
+    """A file-level format's readable lines as its parser reads them, each also put in ``waiting``
+    (settled once its events are known); a line that cannot be read is malformed at once."""
+    for number, raw_text, chars, read_problem in lines:
+        text, problem = state.line_facts(raw_text, chars, read_problem)
+        if problem is not None:
+            state.status(number, text, "malformed", problem)
+            continue
+        waiting.append((number, text))
+        yield _line_row(state.task, number, text, len(text))
+
+
+def _settle_waiting(state: FilePass, waiting: deque[tuple[int, str]],
+                    outcomes: dict[int, tuple[bool, str | None]], before: int | None) -> None:
+    """The status of every waiting line before line ``before`` (all when None), from its events."""
+    while waiting and (before is None or waiting[0][0] < before):
+        number, text = waiting.popleft()
+        has_event, reason = outcomes.pop(number, (False, None))
+        status = outcome_status(has_event, reason)
+        if status == "irrelevant":
+            state.irrelevant_families[line_family(state.task["log_kind"], text)] += 1
+        state.status(number, text, status, reason)
+
+
 def _settle_line(state: FilePass, rows: list[Row], outcomes: dict[int, tuple[bool, str | None]]) -> None:
     number = rows[0]["line_number"]
     has_event, reason = state.emit_events(rows)
@@ -297,13 +309,7 @@ def _segment_file(state: FilePass, lines: Iterable[Line]) -> Iterator[Row]:
     line_rows: list[Row] = []  # the events of the last line the reader completed
 
     def settle(before: int | None) -> None:
-        while waiting and (before is None or waiting[0][0] < before):
-            number, text = waiting.popleft()
-            has_event, reason = outcomes.pop(number, (False, None))
-            status = outcome_status(has_event, reason)
-            if status == "irrelevant":
-                state.irrelevant_families[line_family(task["log_kind"], text)] += 1
-            state.status(number, text, status, reason)
+        _settle_waiting(state, waiting, outcomes, before)
 
     def take(rows: list[Row]) -> None:
         nonlocal line_rows
@@ -329,13 +335,8 @@ def _segment_file(state: FilePass, lines: Iterable[Line]) -> Iterator[Row]:
         if not waiting_control and _read_segment_chunk(state, reader, file, chunk, drain):
             yield from state.take()
             continue
-        for number, raw_text, chars, read_problem in chunk:
-            text, problem = state.line_facts(raw_text, chars, read_problem)
-            if problem is not None:
-                state.status(number, text, "malformed", problem)
-                continue
-            waiting.append((number, text))
-            take(reader.feed(_line_row(task, number, text, len(text))))
+        for row in _readable_rows(state, chunk, waiting):
+            take(reader.feed(row))
         yield from state.take()
     drain()
     yield from state.take()

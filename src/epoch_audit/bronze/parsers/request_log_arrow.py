@@ -157,16 +157,28 @@ def _error_names(codes: pa.Array) -> pa.Array:
     return pa.array(names, pa.string())
 
 
+def _one_partition(rq: pa.Array, resp: pa.Array, request_names: tuple[str, str, str, str],
+                   response_names: tuple[str, str, str]) -> tuple[pa.Array, pa.Array, pa.Array, pa.Array]:
+    """(whether the request and the response each name one topic with one partition, matched by
+    :func:`_topic_match`; the request's topic and partition, the response's partition).
+    ``request_names``: the topics list, partitions list, topic name and partition index fields;
+    ``response_names``: the response's partitions list, topic name and partition index fields."""
+    topics, parts, name, index = request_names
+    rparts, rname, rindex = response_names
+    topic, one_topic = _only(_field(rq, topics))
+    part, one_part = _only(_field(topic, parts))
+    rtopic, one_rtopic = _only(_field(resp, "responses"))
+    rpart, one_rpart = _only(_field(rtopic, rparts))
+    matched = _topic_match(_field(topic, name), _field(topic, "topicId"), _field(part, index),
+                           _field(rtopic, rname), _field(rtopic, "topicId"), _field(rpart, rindex))
+    return pc.and_(pc.and_(pc.and_(one_topic, one_part), pc.and_(one_rtopic, one_rpart)), matched), topic, part, rpart
+
+
 def _fetch(j: pa.StructArray) -> tuple[pa.Array, dict[str, pa.Array], list[tuple[str, pa.Array]]]:
     rq, resp = _field(j, "request"), _field(j, "response")
-    topic, one_topic = _only(_field(rq, "topics"))
-    part, one_part = _only(_field(topic, "partitions"))
-    rtopic, one_rtopic = _only(_field(resp, "responses"))
-    rpart, one_rpart = _only(_field(rtopic, "partitions"))
+    ok, topic, part, rpart = _one_partition(rq, resp, ("topics", "partitions", "topic", "partition"),
+                                            ("partitions", "topic", "partitionIndex"))
     name, tid, idx = _field(topic, "topic"), _field(topic, "topicId"), _field(part, "partition")
-    rname, rtid, ridx = _field(rtopic, "topic"), _field(rtopic, "topicId"), _field(rpart, "partitionIndex")
-    ok = pc.and_(pc.and_(one_topic, one_part), pc.and_(one_rtopic, one_rpart))
-    ok = pc.and_(ok, _topic_match(name, tid, idx, rname, rtid, ridx))
     replica = _nonneg(pc.coalesce(_field(rq, "replicaState", "replicaId"), _field(rq, "replicaId")))
     leader = _field(rpart, "currentLeader")
     columns = {
@@ -194,14 +206,9 @@ def _fetch(j: pa.StructArray) -> tuple[pa.Array, dict[str, pa.Array], list[tuple
 
 def _produce(j: pa.StructArray) -> tuple[pa.Array, dict[str, pa.Array], list[tuple[str, pa.Array]]]:
     rq, resp = _field(j, "request"), _field(j, "response")
-    topic, one_topic = _only(_field(rq, "topicData"))
-    part, one_part = _only(_field(topic, "partitionData"))
-    rtopic, one_rtopic = _only(_field(resp, "responses"))
-    rpart, one_rpart = _only(_field(rtopic, "partitionResponses"))
+    ok, topic, part, rpart = _one_partition(rq, resp, ("topicData", "partitionData", "name", "index"),
+                                            ("partitionResponses", "name", "index"))
     name, tid, idx = _field(topic, "name"), _field(topic, "topicId"), _field(part, "index")
-    rname, rtid, ridx = _field(rtopic, "name"), _field(rtopic, "topicId"), _field(rpart, "index")
-    ok = pc.and_(pc.and_(one_topic, one_part), pc.and_(one_rtopic, one_rpart))
-    ok = pc.and_(ok, _topic_match(name, tid, idx, rname, rtid, ridx))
     leader = _field(rpart, "currentLeader")
     columns = {
         "topic": name, "topic_id": tid, "partition": idx, "error_code": _field(rpart, "errorCode"),
