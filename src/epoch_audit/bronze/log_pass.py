@@ -75,7 +75,6 @@ def _line_row(task: Row, number: int, text: str, chars: int) -> Row:
     }
 
 
-
 class _RequestLine:
     """A one-line record of the request log's layout, framed without the framing's regexes."""
 
@@ -149,7 +148,9 @@ def log_file(state: FilePass, lines: Iterable[Line], zone: str, vectorised: bool
 
     source = iter(lines)
     while chunk := list(islice(source, REQUEST_BATCH)):
-        clean = file is not None and _clean_chunk([line[1] for line in chunk])
+        # (other logs' chunks hold no request line: not scanned)
+        clean = (file is not None and any(line[1].endswith(_REQUEST_TAIL) for line in chunk)
+                 and _clean_chunk([line[1] for line in chunk]))
         for number, raw_text, chars, read_problem in chunk:
             if clean and read_problem is None and chars == len(raw_text) and raw_text.endswith(_REQUEST_TAIL):
                 found = _REQUEST_START.match(raw_text)
