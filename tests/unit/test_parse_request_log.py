@@ -210,7 +210,7 @@ def test_common_columns(events):
 def test_strimzi_log4j2_short_logger_routes_to_the_request_parser(spark):
     """§8 Strimzi log4j2 pattern ``%c{1}:%L - %m``: kafka.request.logger and state.change.logger both
     print as ``logger``; a ``Completed request:`` message still reaches the request-log parser."""
-    from epoch_audit.bronze.single_pass import parse_record
+    from epoch_audit.bronze.file_pass import parse_record
     from tests.helpers import records_from_text
 
     request = (FIXTURES / "reference_3x.log").read_text().splitlines()[1]  # STOP_REPLICA v4, refused with 74

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from epoch_audit.bronze.single_pass import REQUEST_BATCH_MIN
+from epoch_audit.bronze.log_pass import REQUEST_BATCH_MIN
 from tests.unit.both_ways import read_both_ways
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"

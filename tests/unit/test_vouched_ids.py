@@ -12,7 +12,8 @@ import pytest
 
 from epoch_audit.bronze import file_pass
 from epoch_audit.bronze.discover import describe, discover_inputs
-from epoch_audit.bronze.single_pass import FilePass, task_rows
+from epoch_audit.bronze.file_pass import FilePass
+from epoch_audit.bronze.single_pass import task_rows
 from epoch_audit.config import AppConfig
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"

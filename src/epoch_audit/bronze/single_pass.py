@@ -4,7 +4,9 @@ file's line counts, in ONE ``mapInArrow`` over the read tasks (issue #20).
 Per task (one file's new byte range), in a Python worker: read the lines (``bronze.read``),
 redact secrets, frame log records (``bronze.framing``), hand each record or file line to its
 parser's pure function, finish the rows (``bronze.parsers.rows``), and count every line as parsed,
-irrelevant or malformed with the rules of ``bronze.accounting``. No query plan grows with the
+irrelevant or malformed with the rules of ``bronze.accounting`` (a file's lines:
+``bronze.log_pass``; a task's counts and state: ``bronze.file_pass``; the request log's and the
+segment dumps' commonest lines a batch at a time in Arrow, alike). No query plan grows with the
 number of templates, nothing is staged between steps, and no text is shuffled.
 
 Out come rows of four kinds (``row_kind``): ``event`` (a bronze row with its stored layout:
@@ -35,14 +37,8 @@ from pyspark.sql.types import ArrayType, LongType, StructField, StructType
 
 from epoch_audit import objstore
 from epoch_audit.bronze.discover import ReadTask
-from epoch_audit.bronze.file_pass import (  # noqa: F401 (the pass's schema and state, used by the ingest stage and tests)
-    COUNT_COLUMNS,
-    PASS_ARROW_SCHEMA,
-    PASS_SCHEMA,
-    FilePass,
-    parse_record,
-)
-from epoch_audit.bronze.log_pass import LOG_KINDS, REQUEST_BATCH_MIN, dump_file, log_file  # noqa: F401
+from epoch_audit.bronze.file_pass import COUNT_COLUMNS, PASS_ARROW_SCHEMA, PASS_SCHEMA, FilePass
+from epoch_audit.bronze.log_pass import LOG_KINDS, dump_file, log_file
 from epoch_audit.bronze.parsers.rows import Row
 from epoch_audit.bronze.read import TASK_SCHEMA, task_lines
 from epoch_audit.config import AppConfig
