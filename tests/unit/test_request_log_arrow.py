@@ -189,3 +189,63 @@ def test_local_times_across_daylight_saving_changes_read_alike(tmp_path, zone):
     lines = ["[" + stamp + rest for stamp in stamps] * 2
     rows, batched = read_both_ways(_write(tmp_path, lines), zone)
     assert batched == len(lines)
+
+
+_TOPIC_IDS = {"orders": "AAAAAAAAAAAAAAAAAAAAAQ", "payments": "AAAAAAAAAAAAAAAAAAAAAg"}
+
+
+def _named(topic: str, keys: tuple[str, ...]) -> dict:
+    """A topic entry naming ``topic`` by the ``keys`` given (``topic``: its name, ``topicId``: its id)."""
+    return {key: topic if key == "topic" else _TOPIC_IDS[topic] for key in keys}
+
+
+def _fetch_body(request: list[tuple[str, list[int]]], response: list[tuple[str, list[int]]], by_id: bool,
+                response_keys: tuple[str, ...] | None = None) -> dict:
+    keys = ("topicId",) if by_id else ("topic",)
+    rkeys = response_keys or keys
+    return {
+        "requestHeader": {"requestApiKey": 1, "requestApiVersion": 15 if by_id else 12, "correlationId": 7,
+                          "clientId": "broker-2-fetcher-0", "requestApiKeyName": "FETCH"},
+        "request": {"replicaState": {"replicaId": 2, "replicaEpoch": 31}, "maxWaitMs": 500, "sessionId": 99,
+                    "sessionEpoch": 4,
+                    "topics": [{**_named(t, keys), "partitions": [{"partition": p, "currentLeaderEpoch": 5, "fetchOffset": 100 + p,
+                                                        "lastFetchedEpoch": 5, "logStartOffset": 0,
+                                                        "partitionMaxBytes": 1048576} for p in ps]}
+                               for t, ps in request]},
+        "response": {"throttleTimeMs": 0, "errorCode": 0, "sessionId": 99,
+                     "responses": [{**_named(t, rkeys), "partitions": [{"partitionIndex": p, "errorCode": 0, "highWatermark": 200 + p,
+                                                           "lastStableOffset": 200 + p, "logStartOffset": 0,
+                                                           "preferredReadReplica": -1, "recordsSizeInBytes": 64}
+                                                          for p in ps]} for t, ps in response]},
+    }
+
+
+def test_replica_fetches_of_many_partitions_and_fetch_sessions_are_read_by_arrow(tmp_path):
+    """A replica fetcher names every partition it follows from a leader; an incremental fetch
+    session lists only what changed and is answered for partitions it does not list."""
+    template = next(line for line in _messages(("FETCH",)))
+    shapes = [
+        ([("orders", list(range(12))), ("payments", [0, 3, 7])], [("orders", list(range(12))), ("payments", [0, 3, 7])]),
+        ([], [("orders", [1, 4])]),  # nothing listed, two answered
+        ([("orders", [2])], [("orders", [2, 5]), ("payments", [1])]),  # answered beyond the request
+        ([("orders", [2, 5])], [("orders", [5])]),  # one listed partition not answered
+        ([("orders", [1]), ("orders", [1])], [("orders", [1, 1])]),  # repeated entries: the first answer
+        ([("orders", list(range(60)))], [("orders", list(range(59, -1, -1)))]),  # answered in another order
+    ]
+    lines = []
+    for request, response in shapes:
+        for by_id in (False, True):
+            lines += [_line(template, _fetch_body(request, response, by_id))] * REQUEST_BATCH_MIN
+    # one side by name, the other by id or by both (the topic rule's name-less and id branches)
+    for keys, rkeys in [(("topicId",), ("topic", "topicId")), (("topic", "topicId"), ("topicId",)),
+                        (("topic",), ("topicId",)), (("topic", "topicId"), ("topic",))]:
+        body = _fetch_body(shapes[2][0], shapes[2][1], False, rkeys)
+        for topic in body["request"]["topics"]:
+            name = topic.pop("topic")
+            topic.update(_named(name, keys))
+        lines += [_line(template, body)] * REQUEST_BATCH_MIN
+    rows, batched = read_both_ways(_write(tmp_path, lines))
+    events = [r for r in rows if r["row_kind"] == "event"]
+    assert batched == len(events) and len(events) > len(lines)
+    assert {r["details"]["in_request"] for r in events} == {"true", "false"}
+    assert max(r["sub_index"] for r in events) == 59

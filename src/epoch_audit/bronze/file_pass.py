@@ -155,9 +155,7 @@ class FilePass:
             row["own_time"] = self._own_time
             row["event_date"] = day
             row["event_class"] = "traffic" if row["event_type"] in TRAFFIC_TYPES else "state"
-            raw = row["raw"]
-            if (row["sub_index"] or 0) > 0 and raw is not None and len(raw) > FANOUT_RAW_LIMIT:
-                row["raw"] = raw[:FANOUT_RAW_PREFIX] + f"…[+{len(raw) - FANOUT_RAW_PREFIX} chars: see sub_index 0]"
+            row["raw"] = fanout_raw(row["raw"], row["sub_index"] or 0)
             self.out.append(row)
         return has_event, reason
 
@@ -202,6 +200,13 @@ def _day_of(days: int) -> date:
     """The date ``days`` after 1970-01-01 (a file's events fall on a few days: cached)."""
     return date.fromordinal(_EPOCH_ORDINAL + days)
 
+
+
+def fanout_raw(raw: str | None, sub_index: int) -> str | None:
+    """The ``raw`` an event keeps: a later event of a long line points to the first's text."""
+    if sub_index > 0 and raw is not None and len(raw) > FANOUT_RAW_LIMIT:
+        return raw[:FANOUT_RAW_PREFIX] + f"…[+{len(raw) - FANOUT_RAW_PREFIX} chars: see sub_index 0]"
+    return raw
 
 
 def settle_record(state: FilePass, row: Row, lines: list[tuple[int, str]]) -> None:

@@ -28,6 +28,7 @@ from epoch_audit.bronze.file_pass import (
     FilePass,
     Line,
     epoch_micros,
+    fanout_raw,
     provenance,
     settle_record,
 )
@@ -206,11 +207,15 @@ def _read_requests(state: FilePass, pending: list[Pending], file: FileConstants 
     if len(pending) >= REQUEST_BATCH_MIN:  # below, the per-line parser is cheaper than Arrow's calls
         messages = [entry[4] for entry in pending]
         parsed = request_log_arrow.parse_batch(messages, request_log_arrow.eligible_apis(messages))
-    read = {p for batch in parsed for p in batch.positions}
+    subs_of: dict[int, list[int]] = {}  # per record read here: its events' sub_index
+    for batch in parsed:
+        for position, sub in zip(batch.positions, batch.subs, strict=True):
+            subs_of.setdefault(position, []).append(sub)
     own = [0] * len(pending)
     micros = [0] * len(pending)
     for i, (number, text, _, _, _, when, row) in enumerate(pending):
-        if i not in read:
+        subs = subs_of.get(i)
+        if subs is None:
             if row is None:
                 row = record_row(Record(MarkedLine(number, *mark(text))), prov, zone)
             settle_record(state, row, [(number, text)])
@@ -219,14 +224,15 @@ def _read_requests(state: FilePass, pending: list[Pending], file: FileConstants 
         if state.max_micros is None or when > state.max_micros:
             state.max_micros = when
         own[i] = state.max_micros
-        state.vouch(number, 0)
+        for sub in sorted(subs):
+            state.vouch(number, sub)
         state.status(number, text, "parsed")
     for batch in parsed:
         chosen = [pending[p] for p in batch.positions]
         state.out.append(request_log_arrow.event_batch(
             batch, file, [entry[0] for entry in chosen], [micros[p] for p in batch.positions],
-            [own[p] for p in batch.positions], [entry[3] for entry in chosen], [entry[2] for entry in chosen],
-            PASS_ARROW_SCHEMA))
+            [own[p] for p in batch.positions], [entry[3] for entry in chosen],
+            [fanout_raw(entry[2], sub) for entry, sub in zip(chosen, batch.subs, strict=True)], PASS_ARROW_SCHEMA))
     pending.clear()
 
 

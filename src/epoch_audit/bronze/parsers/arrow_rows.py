@@ -25,9 +25,9 @@ class FileConstants:
     log_kind: str
 
 
-def event_id(file_id: str, line_number: int) -> str:
-    """``rows.event_id`` of a line's only event (sub_index 0)."""
-    return hashlib.sha256(f"{file_id}|{line_number}|0".encode()).hexdigest()
+def event_id(file_id: str, line_number: int, sub_index: int = 0) -> str:
+    """``rows.event_id`` of a line's event."""
+    return hashlib.sha256(f"{file_id}|{line_number}|{sub_index}".encode()).hexdigest()
 
 
 def as_text(values: pa.Array) -> pa.Array:
@@ -51,22 +51,23 @@ def details_map(columns: list[tuple[str, pa.Array]], rows: int) -> pa.MapArray:
 
 def pass_batch(columns: dict[str, pa.Array], file: FileConstants, lines: Sequence[int], micros: pa.Array,
                own_micros: Sequence[int | None], raws: Sequence[str], event_class: str,
-               schema: pa.Schema) -> pa.RecordBatch:
-    """One event per line as the ingest pass's rows (``schema``): ``columns`` by name (the others
-    null), the file's provenance, ``broker_id`` the host, ``sub_index`` 0; ``micros``: the event
-    times (epoch microseconds, null for none), ``own_micros`` the file's running max at each."""
+               schema: pa.Schema, subs: Sequence[int] | None = None) -> pa.RecordBatch:
+    """Events as the ingest pass's rows (``schema``): ``columns`` by name (the others null), the
+    file's provenance, ``broker_id`` the host; per event its line, ``sub_index`` (``subs``, else 0),
+    event time (``micros``: epoch microseconds, null for none), the file's running max there and raw text."""
     rows = len(lines)
+    subs = [0] * rows if subs is None else subs
     event_time = micros.cast(pa.int64()).cast(pa.timestamp("us", tz="UTC"))
     columns = dict(columns)
     columns.update(
         row_kind=pa.array(["event"] * rows, pa.string()),
-        event_id=pa.array([event_id(file.file_id, n) for n in lines], pa.string()),
+        event_id=pa.array([event_id(file.file_id, n, k) for n, k in zip(lines, subs, strict=True)], pa.string()),
         cluster_id=pa.array([file.cluster_id] * rows, pa.string()),
         host_id=pa.array([file.host_id] * rows, pa.int32()),
         broker_id=pa.array([file.host_id] * rows, pa.int32()),
         event_time=event_time, source_file=pa.array([file.source_file] * rows, pa.string()),
         file_id=pa.array([file.file_id] * rows, pa.string()), file_order=pa.array([file.file_order] * rows, pa.int64()),
-        line_number=pa.array(lines, pa.int64()), sub_index=pa.array(np.zeros(rows, dtype=np.int32)),
+        line_number=pa.array(lines, pa.int64()), sub_index=pa.array(subs, pa.int32()),
         log_kind=pa.array([file.log_kind] * rows, pa.string()), raw=pa.array(raws, pa.string()),
         event_date=pc.cast(event_time, pa.date32()), event_class=pa.array([event_class] * rows, pa.string()),
         own_time=pa.array(own_micros, pa.int64()).cast(pa.timestamp("us", tz="UTC")),

@@ -1,6 +1,6 @@
 """The request log's FETCH and PRODUCE lines a batch at a time, in Arrow (issue #20).
 
-Nearly every line of a busy broker's request log is a FETCH or a PRODUCE naming one partition.
+Nearly every line of a busy broker's request log is a FETCH or a PRODUCE.
 :mod:`~epoch_audit.bronze.parsers.request_log` reads a line in about 60 us of Python (its JSON with
 Spark's type rules, the events as dicts, the finished row); here a batch of such records is read by
 Arrow's JSON reader with the same explicit schema and its events are built as Arrow columns, the
@@ -16,9 +16,11 @@ per-line parser, which stays the definition:
   halves until the lines it refuses are found. What Arrow would accept and Spark refuse is kept out
   before: control characters, ``NaN`` / ``Inf`` tokens, nesting deeper than Jackson's limit (more
   than :data:`MAX_BRACKETS` brackets), a digit run near Jackson's number length limit;
-* the shape: one topic with one partition in the request and in the response, matched to each
-  other by the request parser's topic rule (name where both name one, else the topic id), so the
-  line yields exactly one event, ``sub_index`` 0, and no response-only partition.
+* the shape: any number of topics and partitions a side, each request partition matched to the
+  first response entry the per-line parser's topic rule matches (name where the request names
+  one, else the topic id), and (FETCH) a response partition no request entry may match an event
+  of its own after the request's; a message with no event, or naming more than :data:`MAX_PAIRS`
+  request × response partitions, goes to the per-line parser.
 """
 
 from __future__ import annotations
@@ -129,27 +131,9 @@ def _field(array: pa.Array, *names: str) -> pa.Array:
     return array
 
 
-def _only(lists: pa.Array) -> tuple[pa.Array, pa.Array]:
-    """(the single element of each list, whether the list holds exactly one non-null element)."""
-    single = pc.fill_null(pc.equal(pc.list_value_length(lists), 1), False)
-    element = pc.list_element(pc.if_else(single, lists, pa.scalar(None, lists.type)), 0)
-    return element, pc.and_(single, pc.is_valid(element))
-
-
 def _nonneg(values: pa.Array) -> pa.Array:
     """-1 (and other negatives) are "none" sentinels in these fields."""
     return pc.if_else(pc.fill_null(pc.greater_equal(values, 0), False), values, pa.scalar(None, values.type))
-
-
-def _topic_match(name: pa.Array, tid: pa.Array, idx: pa.Array, rname: pa.Array, rtid: pa.Array,
-                 ridx: pa.Array) -> pa.Array:
-    """``request_log._TopicIndex.first`` with one entry a side: the same partition index, and the
-    same topic name, or (the response naming none) the same topic id; with no request name, the id."""
-    same_idx = pc.equal(idx, ridx)
-    by_name = pc.equal(name, rname)
-    by_id = pc.equal(tid, rtid)
-    named = pc.or_kleene(by_name, pc.and_kleene(pc.is_null(rname), by_id))
-    return pc.fill_null(pc.and_kleene(same_idx, pc.if_else(pc.is_valid(name), named, by_id)), False)
 
 
 def _error_names(codes: pa.Array) -> pa.Array:
@@ -157,83 +141,168 @@ def _error_names(codes: pa.Array) -> pa.Array:
     return pa.array(names, pa.string())
 
 
-def _one_partition(rq: pa.Array, resp: pa.Array, request_names: tuple[str, str, str, str],
-                   response_names: tuple[str, str, str]) -> tuple[pa.Array, pa.Array, pa.Array, pa.Array]:
-    """(whether the request and the response each name one topic with one partition, matched by
-    :func:`_topic_match`; the request's topic and partition, the response's partition).
-    ``request_names``: the topics list, partitions list, topic name and partition index fields;
-    ``response_names``: the response's partitions list, topic name and partition index fields."""
-    topics, parts, name, index = request_names
-    rparts, rname, rindex = response_names
-    topic, one_topic = _only(_field(rq, topics))
-    part, one_part = _only(_field(topic, parts))
-    rtopic, one_rtopic = _only(_field(resp, "responses"))
-    rpart, one_rpart = _only(_field(rtopic, rparts))
-    matched = _topic_match(_field(topic, name), _field(topic, "topicId"), _field(part, index),
-                           _field(rtopic, rname), _field(rtopic, "topicId"), _field(rpart, rindex))
-    return pc.and_(pc.and_(pc.and_(one_topic, one_part), pc.and_(one_rtopic, one_rpart)), matched), topic, part, rpart
+@dataclass
+class _Side:
+    """One side's (topic, partition) entries, flattened in the per-line parser's order (``_flatten``:
+    line by line, topics in order, a null topic skipped, a null partition an entry of nulls)."""
+
+    line: np.ndarray  # the message each entry belongs to
+    topic: pa.Array  # the entry's topic struct
+    part: pa.Array  # the entry's partition struct
+    name: pa.Array
+    tid: pa.Array
+    idx: pa.Array
 
 
-def _fetch(j: pa.StructArray) -> tuple[pa.Array, dict[str, pa.Array], list[tuple[str, pa.Array]]]:
-    rq, resp = _field(j, "request"), _field(j, "response")
-    ok, topic, part, rpart = _one_partition(rq, resp, ("topics", "partitions", "topic", "partition"),
-                                            ("partitions", "topic", "partitionIndex"))
-    name, tid, idx = _field(topic, "topic"), _field(topic, "topicId"), _field(part, "partition")
-    replica = _nonneg(pc.coalesce(_field(rq, "replicaState", "replicaId"), _field(rq, "replicaId")))
-    leader = _field(rpart, "currentLeader")
-    columns = {
-        "topic": name, "topic_id": tid, "partition": idx, "error_code": _field(rpart, "errorCode"),
-        "top_error_code": _field(resp, "errorCode"), "replica_id": replica,
-        "broker_epoch": _nonneg(_field(rq, "replicaState", "replicaEpoch")), "offset": _field(part, "fetchOffset"),
-        "current_leader_epoch": _nonneg(_field(part, "currentLeaderEpoch")),
-        "high_watermark": _nonneg(_field(rpart, "highWatermark")),
-        "log_start_offset": _nonneg(_field(rpart, "logStartOffset")), "leader": _nonneg(_field(leader, "leaderId")),
-    }
-    fetcher = pc.if_else(pc.is_valid(replica), pa.scalar("replica"), pa.scalar("consumer"))
-    details = [
-        ("last_fetched_epoch", _field(part, "lastFetchedEpoch")),
-        ("fetch_log_start_offset", _field(part, "logStartOffset")),
-        ("last_stable_offset", _field(rpart, "lastStableOffset")),
-        ("diverging_epoch", _field(rpart, "divergingEpoch", "epoch")),
-        ("diverging_end_offset", _field(rpart, "divergingEpoch", "endOffset")),
-        ("response_leader_epoch", _field(leader, "leaderEpoch")),
-        ("records_size", _field(rpart, "recordsSizeInBytes")),
-        ("session_id", _field(rq, "sessionId")), ("session_epoch", _field(rq, "sessionEpoch")),
-        ("in_request", pa.array(["true"] * len(j), pa.string())), ("fetcher", fetcher),
-    ]
-    return ok, columns, details
+def _side(topic_lists: pa.Array, parts_field: str, name_field: str, index_field: str) -> _Side:
+    topics = pc.list_flatten(topic_lists)
+    topic_line = np.asarray(pc.list_parent_indices(topic_lists))
+    part_lists = pc.struct_field(topics, parts_field)  # null for a null topic: no entries
+    part_topic = pc.list_parent_indices(part_lists)
+    parts = pc.list_flatten(part_lists)
+    topic = topics.take(part_topic)
+    return _Side(topic_line[np.asarray(part_topic)], topic, parts, pc.struct_field(topic, name_field),
+                 pc.struct_field(topic, "topicId"), pc.struct_field(parts, index_field))
 
 
-def _produce(j: pa.StructArray) -> tuple[pa.Array, dict[str, pa.Array], list[tuple[str, pa.Array]]]:
-    rq, resp = _field(j, "request"), _field(j, "response")
-    ok, topic, part, rpart = _one_partition(rq, resp, ("topicData", "partitionData", "name", "index"),
-                                            ("partitionResponses", "name", "index"))
-    name, tid, idx = _field(topic, "name"), _field(topic, "topicId"), _field(part, "index")
-    leader = _field(rpart, "currentLeader")
-    columns = {
-        "topic": name, "topic_id": tid, "partition": idx, "error_code": _field(rpart, "errorCode"),
-        "top_error_code": pa.nulls(len(j), pa.int32()), "offset": _nonneg(_field(rpart, "baseOffset")),
-        "log_start_offset": _nonneg(_field(rpart, "logStartOffset")), "leader": _nonneg(_field(leader, "leaderId")),
-        "current_leader_epoch": _nonneg(_field(leader, "leaderEpoch")),
-    }
-    details = [
-        ("records_size", _field(part, "recordsSizeInBytes")), ("error_message", _field(rpart, "errorMessage")),
-        ("acks", _field(rq, "acks")), ("transactional_id", _field(rq, "transactionalId")),
-        ("log_append_time_ms", _field(rpart, "logAppendTimeMs")),
-    ]
-    return ok, columns, details
+def _pairs(q: _Side, r: _Side, lines: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every (request entry, response entry) of one message, request entry by request entry, the
+    response entries in order; and per message whether it is small enough to pair (MAX_PAIRS)."""
+    q_count = np.bincount(q.line, minlength=lines)
+    r_count = np.bincount(r.line, minlength=lines)
+    r_start = np.concatenate([[0], np.cumsum(r_count)[:-1]]).astype(np.int64)
+    pairable = q_count * r_count <= MAX_PAIRS
+    per_q = np.where(pairable[q.line], r_count[q.line], 0)
+    qi = np.repeat(np.arange(len(q.line)), per_q)
+    first = np.cumsum(per_q) - per_q
+    ri = np.arange(len(qi)) - np.repeat(first, per_q) + np.repeat(r_start[q.line], per_q)
+    return qi, ri, pairable
 
 
-_BUILDERS = {"FETCH": _fetch, "PRODUCE": _produce}
+def _take(values: pa.Array, at: np.ndarray) -> pa.Array:
+    return values.take(pa.array(at, pa.int64()))
+
+
+def _matches(q: _Side, r: _Side, qi: np.ndarray, ri: np.ndarray) -> np.ndarray:
+    """Per pair: ``request_log._TopicIndex.first``'s test of a response entry for a request entry —
+    the same partition index, and the same topic name or (the response naming none) the same topic
+    id; with no request name, the same id."""
+    name, tid, idx = _take(q.name, qi), _take(q.tid, qi), _take(q.idx, qi)
+    rname, rtid, ridx = _take(r.name, ri), _take(r.tid, ri), _take(r.idx, ri)
+    named = pc.or_kleene(pc.equal(name, rname), pc.and_kleene(pc.is_null(rname), pc.equal(tid, rtid)))
+    test = pc.and_kleene(pc.equal(idx, ridx), pc.if_else(pc.is_valid(name), named, pc.equal(tid, rtid)))
+    return np.asarray(pc.fill_null(test, False), dtype=bool)
+
+
+def _answered(q: _Side, r: _Side, qi: np.ndarray, ri: np.ndarray) -> np.ndarray:
+    """Per response entry: ``request_log._TopicIndex.may_match`` over the request's entries (a
+    response entry none may match is a partition answered without being listed)."""
+    name, tid, idx = _take(q.name, qi), _take(q.tid, qi), _take(q.idx, qi)
+    rname, rtid, ridx = _take(r.name, ri), _take(r.tid, ri), _take(r.idx, ri)
+    same_id = pc.fill_null(pc.equal(tid, rtid), False)
+    compatible = pc.if_else(pc.is_valid(rname),
+                            pc.or_(pc.fill_null(pc.equal(name, rname), False), pc.and_(pc.is_null(name), same_id)),
+                            same_id)
+    any_index = pc.or_(pc.or_(pc.is_null(ridx), pc.is_null(idx)), pc.fill_null(pc.equal(idx, ridx), False))
+    hit = np.asarray(pc.and_(compatible, any_index), dtype=bool)
+    answered = np.zeros(len(r.line), dtype=bool)
+    answered[ri[hit]] = True
+    return answered
+
+
+# per API: the request's topics and partitions fields, their name and index fields; the response's
+REQUEST_FIELDS = {"FETCH": ("topics", "partitions", "topic", "partition"),
+                  "PRODUCE": ("topicData", "partitionData", "name", "index")}
+RESPONSE_FIELDS = {"FETCH": ("partitions", "topic", "partitionIndex"),
+                   "PRODUCE": ("partitionResponses", "name", "index")}
+MAX_PAIRS = 10_000  # a message naming more partitions on both sides goes to the per-line parser
 
 
 @dataclass
 class ParsedBatch:
-    """The events of the records read here: ``positions`` (into the batch given), one event each,
-    in that order, as bronze columns (Arrow arrays by name)."""
+    """The events of the records read here, as bronze columns (Arrow arrays by name): per event
+    its record's position in the batch given and its ``sub_index``."""
 
     positions: list[int]
+    subs: list[int]
     columns: dict[str, pa.Array]
+
+
+def _events(api: str, j: pa.StructArray) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict, list]:
+    """(per message whether it is read here; per event its message, its sub_index; the event
+    columns; the details columns in the per-line order) of FETCH or PRODUCE messages ``j``."""
+    rq, resp = _field(j, "request"), _field(j, "response")
+    topics, parts, name, index = REQUEST_FIELDS[api]
+    rparts, rname, rindex = RESPONSE_FIELDS[api]
+    q = _side(_field(rq, topics), parts, name, index)
+    r = _side(_field(resp, "responses"), rparts, rname, rindex)
+    lines = len(j)
+    qi, ri, pairable = _pairs(q, r, lines)
+    matched = np.full(len(q.line), -1, dtype=np.int64)
+    hit = np.flatnonzero(_matches(q, r, qi, ri))
+    first_q, first_at = np.unique(qi[hit], return_index=True)
+    matched[first_q] = ri[hit[first_at]]
+    only = np.flatnonzero(~_answered(q, r, qi, ri)) if api == "FETCH" else np.zeros(0, dtype=np.int64)
+    # events: the request's entries in order, then (FETCH) the response's unlisted ones
+    event_line = np.concatenate([q.line, r.line[only]])
+    q_count = np.bincount(q.line, minlength=lines)
+    q_first = np.concatenate([[0], np.cumsum(q_count)[:-1]])
+    only_line = r.line[only]
+    only_rank = np.arange(len(only)) - np.searchsorted(only_line, only_line, "left")
+    subs = np.concatenate([np.arange(len(q.line)) - q_first[q.line], q_count[only_line] + only_rank])
+    events = np.bincount(event_line, minlength=lines)
+    read = pairable & (events > 0) & np.asarray(pc.is_valid(_field(j, "requestHeader")), dtype=bool)
+    q_at = pa.array(np.concatenate([np.arange(len(q.line)), np.full(len(only), -1)]), pa.int64(),
+                    mask=np.concatenate([np.zeros(len(q.line), bool), np.ones(len(only), bool)]))
+    r_at_all = np.concatenate([matched, only])
+    r_at = pa.array(r_at_all, pa.int64(), mask=r_at_all < 0)
+    part, rpart = q.part.take(q_at), r.part.take(r_at)
+    in_request = pc.is_valid(q_at)
+    topic = pc.if_else(in_request, q.name.take(q_at), r.name.take(r_at))
+    topic_id = pc.if_else(in_request, q.tid.take(q_at), r.tid.take(r_at))
+    partition = pc.if_else(in_request, q.idx.take(q_at), r.idx.take(r_at))
+    line_of = pa.array(event_line, pa.int64())
+    header = _field(j, "requestHeader").take(line_of)
+    leader = _field(rpart, "currentLeader")
+    columns = {
+        "topic": topic, "topic_id": topic_id, "partition": partition, "error_code": _field(rpart, "errorCode"),
+        "api_version": _field(header, "requestApiVersion"), "correlation_id": _field(header, "correlationId"),
+        "client_id": _field(header, "clientId"),
+    }
+    request = rq.take(line_of)
+    if api == "FETCH":
+        replica = _nonneg(pc.coalesce(_field(request, "replicaState", "replicaId"), _field(request, "replicaId")))
+        columns.update(
+            top_error_code=_field(resp, "errorCode").take(line_of), replica_id=replica,
+            broker_epoch=_nonneg(_field(request, "replicaState", "replicaEpoch")),
+            offset=_field(part, "fetchOffset"), current_leader_epoch=_nonneg(_field(part, "currentLeaderEpoch")),
+            high_watermark=_nonneg(_field(rpart, "highWatermark")),
+            log_start_offset=_nonneg(_field(rpart, "logStartOffset")), leader=_nonneg(_field(leader, "leaderId")),
+        )
+        details = [
+            ("last_fetched_epoch", _field(part, "lastFetchedEpoch")),
+            ("fetch_log_start_offset", _field(part, "logStartOffset")),
+            ("last_stable_offset", _field(rpart, "lastStableOffset")),
+            ("diverging_epoch", _field(rpart, "divergingEpoch", "epoch")),
+            ("diverging_end_offset", _field(rpart, "divergingEpoch", "endOffset")),
+            ("response_leader_epoch", _field(leader, "leaderEpoch")),
+            ("records_size", _field(rpart, "recordsSizeInBytes")),
+            ("session_id", _field(request, "sessionId")), ("session_epoch", _field(request, "sessionEpoch")),
+            ("in_request", in_request),
+            ("fetcher", pc.if_else(pc.is_valid(replica), pa.scalar("replica"), pa.scalar("consumer"))),
+        ]
+    else:
+        columns.update(
+            top_error_code=pa.nulls(len(event_line), pa.int32()), offset=_nonneg(_field(rpart, "baseOffset")),
+            log_start_offset=_nonneg(_field(rpart, "logStartOffset")), leader=_nonneg(_field(leader, "leaderId")),
+            current_leader_epoch=_nonneg(_field(leader, "leaderEpoch")),
+        )
+        details = [
+            ("records_size", _field(part, "recordsSizeInBytes")), ("error_message", _field(rpart, "errorMessage")),
+            ("acks", _field(request, "acks")), ("transactional_id", _field(request, "transactionalId")),
+            ("log_append_time_ms", _field(rpart, "logAppendTimeMs")),
+        ]
+    return read, event_line, subs, columns, details
 
 
 def parse_batch(messages: Sequence[str], apis: Sequence[str | None]) -> list[ParsedBatch]:
@@ -246,33 +315,31 @@ def parse_batch(messages: Sequence[str], apis: Sequence[str | None]) -> list[Par
             continue
         bodies = [messages[i][len(PREFIX):] for i in chosen]
         for positions, j in _read_json(bodies, api):
-            header = _field(j, "requestHeader")
-            ok, columns, details = _BUILDERS[api](j)
-            ok = pc.and_(ok, pc.is_valid(header))
-            if not pc.any(ok).as_py():
+            read, event_line, subs, columns, details = _events(api, j)
+            keep = read[event_line]
+            if not keep.any():
                 continue
-            if not pc.all(ok).as_py():
-                keep = ok
-                header = header.filter(keep)
-                columns = {k: v.filter(keep) for k, v in columns.items()}
-                details = [(k, v.filter(keep)) for k, v in details]
-                positions = [p for p, good in zip(positions, ok.to_pylist(), strict=True) if good]
+            if not keep.all():
+                mask = pa.array(keep)
+                columns = {k: v.filter(mask) for k, v in columns.items()}
+                details = [(k, v.filter(mask)) for k, v in details]
+                event_line, subs = event_line[keep], subs[keep]
             top = columns.pop("top_error_code")
             error_code = pc.coalesce(columns.pop("error_code"),
                                      pc.if_else(pc.fill_null(pc.not_equal(top, 0), False), top,
                                                 pa.scalar(None, top.type)))
-            rows = len(positions)
+            rows = len(event_line)
+            client_id = columns.pop("client_id")
             columns.update(
                 event_type=pa.array([API_EVENT_TYPES[api]] * rows, pa.string()),
                 kafka_version_hint=pa.array(["2.8+"] * rows, pa.string()),
                 api_key=pa.array([api] * rows, pa.string()),
-                api_version=_field(header, "requestApiVersion"),
-                correlation_id=pc.cast(_field(header, "correlationId"), pa.int64()),
+                correlation_id=pc.cast(columns["correlation_id"], pa.int64()),
                 error=_error_names(error_code),
                 details=details_map([("error_code", error_code), ("top_error_code", top),
-                                  ("client_id", _field(header, "clientId")), *details], rows),
+                                     ("client_id", client_id), *details], rows),
             )
-            out.append(ParsedBatch([chosen[p] for p in positions], columns))
+            out.append(ParsedBatch([chosen[positions[k]] for k in event_line.tolist()], subs.tolist(), columns))
     return out
 
 
@@ -280,8 +347,10 @@ def event_batch(parsed: ParsedBatch, file: FileConstants, lines: Sequence[int], 
                 own_micros: Sequence[int], levels: Sequence[str], raws: Sequence[str],
                 schema: pa.Schema) -> pa.RecordBatch:
     """``parsed``'s events as the ingest pass's rows (``schema``: its Arrow schema); per event its
-    line number, event time and running max event time of the file (epoch microseconds), level and raw text."""
+    line number, event time and running max event time of the file (epoch microseconds), level and
+    raw text (a later event of a long line: a pointer to the first's, as ``FilePass.emit_events``)."""
     rows = len(parsed.positions)
     columns = dict(parsed.columns)
     columns.update(level=pa.array(levels, pa.string()), logger=pa.array([REQUEST_LOGGER] * rows, pa.string()))
-    return pass_batch(columns, file, lines, pa.array(micros, pa.int64()), own_micros, raws, "traffic", schema)
+    return pass_batch(columns, file, lines, pa.array(micros, pa.int64()), own_micros, raws, "traffic", schema,
+                      parsed.subs)
