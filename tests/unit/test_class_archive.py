@@ -104,6 +104,17 @@ def test_short_run_heap_options() -> None:
     assert "-Xms" not in short_run_java_options("1.5g")  # not a JVM size: left to the JVM
 
 
+def test_every_local_run_uses_the_parallel_collector() -> None:
+    # G1's 1 MB regions at a 1 GB heap make Spark's 1 MB and 4 MB buffers humongous (the 10^7 OOM)
+    from epoch_audit.spark import run_java_options
+
+    for short_run in (True, False):
+        for heap in ("1g", "2g", "6g"):
+            options = run_java_options(short_run, heap).split()
+            assert "-XX:+UseParallelGC" in options and "-XX:+UseG1GC" not in options
+    assert "TieredStopAtLevel" not in run_java_options(False, "1g")  # a long run keeps C2
+
+
 def _watch_an_ended_process(tmp: Path, final: Path) -> None:
     import subprocess
     import sys

@@ -240,10 +240,13 @@ def _in_span_of(
     spans = (
         markers.withColumn("_until", F.lead("event_time").over(in_order))
         .where(F.col("kind") == kind)
-        .select(*[F.col(c).alias(f"_m_{c}") for c in key], F.struct(*fields).alias("last_m"), "_until")
+        .select(*[F.col(c).alias(f"_m_{c}") for c in key], F.struct(*fields).alias("last_m"),
+                F.col("event_time").alias("_m_time"), "_until")
     )
+    # The span's start as its own column: a produce meets every span of its key, and reading the
+    # time out of ``last_m`` made a row object per pair (41 GB of them in the check stage at 10^7).
     in_span = [F.col(c) == F.col(f"_m_{c}") for c in key] + [
-        F.col("event_time") > F.col("last_m.event_time"),
+        F.col("event_time") > F.col("_m_time"),
         F.col("_until").isNull() | (F.col("event_time") <= F.col("_until")),
     ]
     return produces.join(F.broadcast(spans), in_span).select(
