@@ -55,3 +55,20 @@ def test_hw_check_told_no_step_down_skips_the_acks_search_with_the_same_rows(spa
         got = violations_of(spec, check_context(events, absent_types=absent)).collect()
         assert sorted(map(tuple, got)) == sorted(map(tuple, violations_of(spec, check_context(events)).collect()))
         assert len(got) == 1 and got[0]["severity"] == ("error" if told else "warning")
+
+
+def test_acks01_search_matches_as_its_plain_form(spark):
+    # the fast form (literal first, lookbehinds) finds exactly what the plain pattern finds, in Java
+    from pyspark.sql import functions as F
+
+    from epoch_audit.gold.invariants.high_watermark_regression import _ACKS01, ACKS01_PLAIN
+
+    texts = ['"acks":1', '"acks" : 0}', '"acks":10', '"acks":-1', 'xacks=1', 'acks=1', ' acks=0,', 'acks=01',
+             '"acks"\t:\n1', '_acks=1', '"xacks":1', 'acks"=1', '"acks":1.5', '"acks":1a', 'acks=1_',
+             '{"acks":"1"}', 'acksacks=1', '"acks""acks":0', 'é acks=1', '"ACKS":1', '', 'acks', '"acks":',
+             '{"acks":-1,"x":"acks=1"}', '{"acks":-1,"y":{"acks":0}}', 'Acks=1', '(acks=1)']
+    df = spark.createDataFrame([(t,) for t in texts], "raw string")
+    rows = df.select("raw", F.col("raw").rlike(ACKS01_PLAIN).alias("plain"), F.col("raw").rlike(_ACKS01).alias("fast"))
+    found = {r.raw: (r.plain, r.fast) for r in rows.collect()}
+    assert all(plain == fast for plain, fast in found.values()), found
+    assert sum(plain for plain, _ in found.values()) == 11
