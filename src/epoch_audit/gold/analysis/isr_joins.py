@@ -9,6 +9,7 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
+from epoch_audit.gold.analysis.keys import extreme_struct_by_key
 from epoch_audit.gold.analysis.kraft_state import INF, holds_at_some_commit, kraft_timeline_and_registrations
 from epoch_audit.gold.context import CheckContext
 
@@ -256,7 +257,7 @@ def last_high_watermark_fetches(events: DataFrame) -> DataFrame:
     """Per (leader, replica, partition): the event id of the last fetch whose response named a high
     watermark (``event_id``), what :func:`caught_up_fetches` fills a later omitted partition from."""
     fetches = replica_fetches(events).where(F.col("high_watermark").isNotNull())
-    last = fetches.groupBy(*FETCH_KEY).agg(F.max(F.struct(*FETCH_ORDER, "event_id")).alias("_m"))
+    last = extreme_struct_by_key(fetches, list(FETCH_KEY), [*FETCH_ORDER, "event_id"], "_m")
     return last.select(F.col("_m.event_id").alias("event_id"))
 
 

@@ -36,7 +36,7 @@ from epoch_audit.gold.analysis.isr_joins import (
     last_high_watermark_fetches,
     probed_joins,
 )
-from epoch_audit.gold.analysis.keys import literal_map
+from epoch_audit.gold.analysis.keys import extreme_struct_by_key, literal_map
 from epoch_audit.gold.analysis.violation_rows import registry_severity
 from epoch_audit.gold.context import CheckContext
 from epoch_audit.one_partition import read_once
@@ -58,18 +58,18 @@ def carry(ctx: CheckContext) -> DataFrame:
     are the check's own (``ctx.shared``)."""
     key = ["f_cluster", "f_leader", "f_replica", "f_partition", "f_topic", "f_topic_id"]
     # one pass over the fetches: per key and replica epoch the last one and the first one's time
-    last_fetches = ctx.shared(caught_up_fetches_of).groupBy(*key, "f_be").agg(
-        F.max(F.struct("f_time", "f_event_id")).alias("_m"), F.min("f_time").alias("_first")
+    last_fetches = extreme_struct_by_key(
+        ctx.shared(caught_up_fetches_of), [*key, "f_be"], ["f_time", "f_event_id"], "_m",
+        also=(F.min("f_time").alias("_first"),),
     )
     if ctx.carry_horizons:
         kept = _later_epoch_fetches(last_fetches, ctx.carry_horizons, ctx.config.max_clock_skew_ms)
         # the last caught-up fetch of each key (a probe's _F), whatever its epoch
         last_of_key = last_fetches.groupBy(*key).agg(F.max("_m").alias("_m"))
         last_fetches = kept.unionByName(last_of_key, allowMissingColumns=True)
-    last_lines = (
-        ctx.events.where((F.col("log_kind") == "request") & F.col("event_time").isNotNull())
-        .groupBy("cluster_id", "broker_id")
-        .agg(F.max(F.struct("event_time", "event_id")).alias("_m"))
+    last_lines = extreme_struct_by_key(
+        ctx.events.where((F.col("log_kind") == "request") & F.col("event_time").isNotNull()),
+        ["cluster_id", "broker_id"], ["event_time", "event_id"], "_m",
     )
     ids = (
         last_fetches.select(F.col("_m.f_event_id").alias("event_id"))
