@@ -84,21 +84,30 @@ def test_spans_read_the_last_marker_before(spark):
             markers.append(("c", broker, kind, at(t), i, f"m{broker}-{i}"))
         for j, t in enumerate(sorted(rng.sample(edges, 12) + [edges[-1] + 5 * step, edges[0] - 7])):
             produces.append(("c", "t", 0, broker, at(t), f"p{broker}-{j}"))
+    # broker 4: a fence span longer than SPAN_MAX_BUCKETS quarter hours (listed under no bucket)
+    long_ago = -10 * 24 * 4 * step
+    markers += [("c", 4, "fence", at(long_ago), 0, "m4-0"), ("c", 4, "unfence", at(edges[3]), 1, "m4-1"),
+                ("c", 4, "fence", at(edges[5]), 2, "m4-2")]
+    produces += [("c", "t", 0, 4, at(t), f"p4-{j}") for j, t in enumerate([long_ago, long_ago + 1, 0, edges[3],
+                                                                           edges[3] + 1, edges[5] + 1])]
     marker_df = spark.createDataFrame(
         markers, "cluster_id string, broker_id int, kind string, event_time timestamp, metadata_offset long, event_id string"
     )
     produce_df = spark.createDataFrame(
         produces, "cluster_id string, topic string, partition int, broker_id int, event_time timestamp, event_id string"
     )
-    got = {
+    found = [
         (r["event_id"], r["last_m"]["event_id"])
         for r in _in_span_of(
             produce_df, marker_df, ["cluster_id", "broker_id"], "metadata_offset", "fence", ("kind", "event_time", "event_id")
         ).collect()
-    }
+    ]
+    got = set(found)
+    assert len(found) == len(got)  # a produce reads one span, once
     want = set()
     for _, _, _, broker, t, pid in produces:
         before = sorted((m for m in markers if m[1] == broker and m[3] < t), key=lambda m: (m[3], m[4], m[5]))
         if before and before[-1][2] == "fence":
             want.add((pid, before[-1][5]))
     assert want and got == want
+    assert {("p4-1", "m4-0"), ("p4-2", "m4-0"), ("p4-3", "m4-0"), ("p4-5", "m4-2")} <= got
