@@ -320,48 +320,52 @@ def run_checks(
             stored = carried_horizons(storage, dirty) if carry else {}
             horizons = {c: h for c, (h, _) in stored.items()}
             staged = staging_dir(storage.lake, run_id)
-            while True:
-                checked = _check_pass(
-                    spark, storage, config, inputs, state, silver, dirty, horizons, carry, staged, runs
-                )
-                changed = changed_anchors({c: stored[c] for c in horizons}, checked.done)
-                if not changed:
-                    break
-                log.info("state before the carried horizon changed for %s: checking their whole history", changed)
-                release(checked)
+            checked: CheckPass | None = None
+            try:
+                while True:
+                    checked = _check_pass(
+                        spark, storage, config, inputs, state, silver, dirty, horizons, carry, staged, runs
+                    )
+                    changed = changed_anchors({c: stored[c] for c in horizons}, checked.done)
+                    if not changed:
+                        break
+                    log.info("state before the carried horizon changed for %s: checking their whole history", changed)
+                    release(checked)
+                    remove_staging(staged)
+                    horizons = {c: h for c, h in horizons.items() if c not in changed}
+                ctx, specs, done, carry_plan = checked.ctx, checked.specs, checked.done, checked.carry_plan
+                not_run, task_seconds = checked.not_run, checked.task_seconds
+                # Both sides one cached partition in a short run: the two joins below (first_reports and
+                # its join back) need no shuffle, and the staged files are read once, not per join.
+                violations = inputs(staged_violations(ctx, [done[CHECK_TASK + spec.id] for spec in specs]))
+                if storage.exists(VIOLATIONS_TABLE):
+                    known = inputs(storage.read_where(VIOLATIONS_TABLE, "cluster_id", dirty))
+                    violations = violations.join(
+                        first_reports(violations, known, completed),
+                        "violation_id",
+                        "left",
+                    ).withColumn("run_id", F.coalesce(F.col("_first_run"), F.lit(run_id)))
+                    violations = violations.withColumn("first_seen_at", F.coalesce(F.col("_first_seen"), seen_at))
+                else:
+                    violations = violations.withColumn("run_id", F.lit(run_id)).withColumn("first_seen_at", seen_at)
+                violations = violations.withColumn("last_seen_at", seen_at)
+                violations = violations.select("run_id", "violation_id", *CHECK_COLUMNS, *SEEN_COLUMNS)
+                rejected, (problems, signs) = done[REJECTED_TASK], done[PROBLEMS_TASK]
+                storage.replace_where(VIOLATIONS_TABLE, violations, "cluster_id", dirty)
+                write_input_problems(spark, storage, problems, dirty, run_id)
+                if signs is not None:
+                    input_signs.write_signs(storage, dirty, signs)
+                mark_built(storage, GOLD_STATE_TABLE, dirty, fps, run_id)
+                carried = {"read_from": {c: iso_of(h) for c, h in sorted(horizons.items())}}
+                if carry_plan is not None:
+                    started = time.perf_counter()
+                    carried["next"] = write_carries(spark, storage, ctx, REGISTRY, dirty, carry_plan, done)
+                    # its plan and its write after gold; its queries ran beside the checks (task_seconds)
+                    carried["seconds"] = round(checked.carry_seconds + time.perf_counter() - started, 3)
+            finally:  # a failed write leaves neither persisted analyses nor staged rows behind
+                if checked is not None:
+                    release(checked)
                 remove_staging(staged)
-                horizons = {c: h for c, h in horizons.items() if c not in changed}
-            ctx, specs, done, carry_plan = checked.ctx, checked.specs, checked.done, checked.carry_plan
-            not_run, task_seconds = checked.not_run, checked.task_seconds
-            # Both sides one cached partition in a short run: the two joins below (first_reports and
-            # its join back) need no shuffle, and the staged files are read once, not per join.
-            violations = inputs(staged_violations(ctx, [done[CHECK_TASK + spec.id] for spec in specs]))
-            if storage.exists(VIOLATIONS_TABLE):
-                known = inputs(storage.read_where(VIOLATIONS_TABLE, "cluster_id", dirty))
-                violations = violations.join(
-                    first_reports(violations, known, completed),
-                    "violation_id",
-                    "left",
-                ).withColumn("run_id", F.coalesce(F.col("_first_run"), F.lit(run_id)))
-                violations = violations.withColumn("first_seen_at", F.coalesce(F.col("_first_seen"), seen_at))
-            else:
-                violations = violations.withColumn("run_id", F.lit(run_id)).withColumn("first_seen_at", seen_at)
-            violations = violations.withColumn("last_seen_at", seen_at)
-            violations = violations.select("run_id", "violation_id", *CHECK_COLUMNS, *SEEN_COLUMNS)
-            rejected, (problems, signs) = done[REJECTED_TASK], done[PROBLEMS_TASK]
-            storage.replace_where(VIOLATIONS_TABLE, violations, "cluster_id", dirty)
-            write_input_problems(spark, storage, problems, dirty, run_id)
-            if signs is not None:
-                input_signs.write_signs(storage, dirty, signs)
-            mark_built(storage, GOLD_STATE_TABLE, dirty, fps, run_id)
-            carried = {"read_from": {c: iso_of(h) for c, h in sorted(horizons.items())}}
-            if carry_plan is not None:
-                started = time.perf_counter()
-                carried["next"] = write_carries(spark, storage, ctx, REGISTRY, dirty, carry_plan, done)
-                # its plan and its write after gold; its queries ran beside the checks (task_seconds)
-                carried["seconds"] = round(checked.carry_seconds + time.perf_counter() - started, 3)
-            release(checked)
-            remove_staging(staged)
     entries = load_suppressions(config.checks.suppressions_file, {spec.id for spec in REGISTRY})
     if not storage.exists(VIOLATIONS_TABLE):
         detail = {
