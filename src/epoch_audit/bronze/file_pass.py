@@ -201,7 +201,6 @@ def _day_of(days: int) -> date:
     return date.fromordinal(_EPOCH_ORDINAL + days)
 
 
-
 def fanout_raw(raw: str | None, sub_index: int) -> str | None:
     """The ``raw`` an event keeps: a later event of a long line points to the first's text."""
     if sub_index > 0 and raw is not None and len(raw) > FANOUT_RAW_LIMIT:

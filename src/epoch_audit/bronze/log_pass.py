@@ -304,7 +304,6 @@ def _settle_line(state: FilePass, rows: list[Row], outcomes: dict[int, tuple[boo
     outcomes[number] = (before[0] or has_event, before[1] if before[1] is not None else reason)
 
 
-
 def _segment_file(state: FilePass, lines: Iterable[Line]) -> Iterator[Row]:
     """A segment dump: a clean chunk's batch lines read in Arrow (:func:`_read_segment_chunk`),
     the other chunks line by line through ``segment_dump.DumpReader`` as :func:`dump_file` does."""

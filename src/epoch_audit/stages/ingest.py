@@ -129,7 +129,6 @@ def _consumed(storage: LakeStorage) -> dict[str, dict]:
     return {r["file_id"]: {"max_event_micros": None, **r} for r in rows}
 
 
-
 def _describe_all(paths: list, config: AppConfig) -> list[tuple[InputFile | None, OSError | None]]:
     """Every path described (its content hashed, in order), or the error that made it unreadable.
     On threads: hashing and gzip release the GIL, and a night's files are read in a fraction of one
@@ -143,6 +142,7 @@ def _describe_all(paths: list, config: AppConfig) -> list[tuple[InputFile | None
 
     with ThreadPoolExecutor(max_workers=max(2, min(8, os.cpu_count() or 2))) as pool:
         return list(pool.map(one, paths))
+
 
 def ingest(
     spark: SparkSession,
