@@ -40,6 +40,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import MapType
 
 from epoch_audit.contracts.events import EVENT_CLASS_COLUMN, TRAFFIC_TYPES
+from epoch_audit.gold.analysis.horizons import before_horizons
 from epoch_audit.gold.analysis.keys import literal_map
 from epoch_audit.gold.analysis.leadership import fence_markers
 from epoch_audit.gold.context import CheckContext
@@ -86,18 +87,6 @@ def next_horizons(events: DataFrame, lag_minutes: int) -> DataFrame:
     )
 
 
-def before_horizons(horizons: Mapping[str, int]) -> Column:
-    """Rows of a cluster of ``horizons`` ({cluster: horizon, epoch microseconds}) timed before its
-    horizon (untimed rows are not): a condition on literals, not a join with a frame of horizons,
-    whose unknown size made every join above it shuffle in a short run."""
-    return reduce(
-        lambda a, b: a | b,
-        [(F.col("cluster_id") == c) & (F.col("event_time") < F.timestamp_micros(F.lit(h)))
-         for c, h in sorted(horizons.items())],
-        F.lit(False),
-    )
-
-
 def carried_events(
     ctx: CheckContext, specs: tuple[InvariantSpec, ...], horizons: Mapping[str, int], ids: DataFrame | None = None
 ) -> DataFrame:
@@ -105,7 +94,7 @@ def carried_events(
     {cluster: epoch microseconds}) that some check still needs: what the next run reads instead of
     that part of bronze. ``ids``: the checks' carried event ids computed already
     (:func:`carried_event_ids`' rows, in any number of rows)."""
-    before = ctx.events.where(is_traffic(ctx.events) & before_horizons(horizons))
+    before = ctx.events.where(is_traffic(ctx.events) & before_horizons(horizons, ctx.events.columns))
     needed = carried_event_ids(ctx, specs) if ids is None else ids.where(F.col("event_id").isNotNull())
     # An inner join with the distinct ids, not a semi join: Spark pushes a semi join below a union
     # and below the coalesce that keeps a short run in one partition, and then shuffled and sorted

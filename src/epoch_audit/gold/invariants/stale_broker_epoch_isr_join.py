@@ -28,6 +28,7 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from epoch_audit.contracts.violations import CHECK_COLUMNS
+from epoch_audit.gold.analysis.horizons import before_carry_horizons
 from epoch_audit.gold.analysis.isr_joins import (
     caught_up_fetches_of,
     join_probes,
@@ -55,11 +56,16 @@ def carry(ctx: CheckContext) -> DataFrame:
     (:func:`_later_epoch_fetches`), for joins still to come; per (leader, replica, partition) the last
     fetch whose response named a high watermark (what an omitted partition's is filled from); per
     broker its last request-log line (``l_last``: the leader kept logging). The fetches and the probes
-    are the check's own (``ctx.shared``)."""
+    are the check's own (``ctx.shared``). Every "last" is among the traffic before the next
+    horizon (:func:`~epoch_audit.gold.analysis.horizons.before_carry_horizons`)."""
     key = ["f_cluster", "f_leader", "f_replica", "f_partition", "f_topic", "f_topic_id"]
+    # Every "last" below is taken among the traffic before the next horizon: what lies after it is
+    # read from bronze again, and a later probe's as-of over (carried + read) then finds what the
+    # whole history's would (gold.analysis.horizons).
+    fetches = before_carry_horizons(ctx, ctx.shared(caught_up_fetches_of), "f_cluster", "f_time")
     # one pass over the fetches: per key and replica epoch the last one and the first one's time
     last_fetches = extreme_struct_by_key(
-        ctx.shared(caught_up_fetches_of), [*key, "f_be"], ["f_time", "f_event_id"], "_m",
+        fetches, [*key, "f_be"], ["f_time", "f_event_id"], "_m",
         also=(F.min("f_time").alias("_first"),),
     )
     if ctx.carry_horizons:
@@ -67,14 +73,15 @@ def carry(ctx: CheckContext) -> DataFrame:
         # the last caught-up fetch of each key (a probe's _F), whatever its epoch
         last_of_key = last_fetches.groupBy(*key).agg(F.max("_m").alias("_m"))
         last_fetches = kept.unionByName(last_of_key, allowMissingColumns=True)
+    before_horizon = before_carry_horizons(ctx, ctx.events)
     last_lines = extreme_struct_by_key(
-        ctx.events.where((F.col("log_kind") == "request") & F.col("event_time").isNotNull()),
+        before_horizon.where((F.col("log_kind") == "request") & F.col("event_time").isNotNull()),
         ["cluster_id", "broker_id"], ["event_time", "event_id"], "_m",
     )
     ids = (
         last_fetches.select(F.col("_m.f_event_id").alias("event_id"))
         .unionByName(last_lines.select(F.col("_m.event_id").alias("event_id")))
-        .unionByName(last_high_watermark_fetches(ctx.events))
+        .unionByName(last_high_watermark_fetches(before_horizon))
     )
     # Without partition records there is no join, so no probe picks a fetch (the probes window
     # every caught-up fetch all the same: skipped).
