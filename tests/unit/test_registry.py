@@ -15,6 +15,8 @@ from epoch_audit.gold.registry import REGISTRY
 ROOT = Path(__file__).resolve().parents[2]
 GOLD = ROOT / "src" / "epoch_audit" / "gold"
 SPEC_PLACES = (ROOT / "shared" / "spec" / "invariants.md", Path("/work/shared/spec/invariants.md"))
+# a few bronze columns: what the registry asks of the events about their types and kinds
+FRAME = "event_type string, replica_id int, high_watermark bigint"
 IDS = [spec.id for spec in REGISTRY]
 
 
@@ -98,7 +100,7 @@ def test_runnable_checks_follow_the_event_types_present(spark):
     from epoch_audit.stages.check import absent_event_types, runnable_checks
 
     def ids(types: list[str]) -> set[str]:
-        events = spark.createDataFrame([(t,) for t in types], "event_type string")
+        events = spark.createDataFrame([(t, None, None) for t in types], FRAME)
         return {spec.id for spec in runnable_checks(REGISTRY, absent_event_types(events, REGISTRY))}
 
     everything = {spec.id for spec in REGISTRY}
@@ -107,7 +109,7 @@ def test_runnable_checks_follow_the_event_types_present(spark):
     assert ids(["become_leader", "leader_and_isr_received"]) == everything - gated | {
         "stale_controller_epoch_accepted"}
     assert ids(["request_stop_replica", "md_partition_change"]) == everything
-    no_events = spark.createDataFrame([], "event_type string")
+    no_events = spark.createDataFrame([], FRAME)
     two_leaders = (SPECS["two_leaders_same_epoch"],)
     assert absent_event_types(no_events, two_leaders) == frozenset()  # no needs: nothing asked
     assert runnable_checks(two_leaders, absent_event_types(no_events, REGISTRY)) == two_leaders
@@ -120,7 +122,7 @@ def test_absent_event_types_look_for_traffic_types_in_the_traffic_alone(spark):
     from epoch_audit.stages.check import absent_event_types
 
     def frame(types: list[str]):
-        return spark.createDataFrame([(t,) for t in types], "event_type string")
+        return spark.createDataFrame([(t, None, None) for t in types], FRAME)
 
     spec = (replace(SPECS["stale_stop_replica_accepted"], needs=("request_stop_replica",), asks=("request_fetch",)),)
     state, traffic = frame(["request_stop_replica", "become_leader"]), frame(["request_fetch"])
@@ -131,3 +133,24 @@ def test_absent_event_types_look_for_traffic_types_in_the_traffic_alone(spark):
         "request_stop_replica", "request_fetch"}
     # no traffic apart: the events hold both
     assert absent_event_types(frame(["request_stop_replica", "request_fetch"]), spec) == frozenset()
+
+
+def test_a_fetch_without_a_high_watermark_is_asked_for_in_the_traffic(spark):
+    """The ISR check asks for a follower's fetch whose response named no high watermark (an omitted
+    partition may be among them), a kind of event, not a type: asked only when the check will run."""
+    from epoch_audit.gold.analysis.isr_joins import UNANSWERED_FETCH
+    from epoch_audit.gold.registry import SPECS
+    from epoch_audit.stages.check import absent_event_types
+
+    def frame(rows: list[tuple]):
+        return spark.createDataFrame(rows, FRAME)
+
+    isr = (SPECS["stale_broker_epoch_isr_join"],)
+    state = frame([(t, None, None) for t in isr[0].needs])
+    answered = [("request_fetch", 2, 100), ("request_fetch", None, None), ("request_produce", None, None)]
+    assert absent_event_types(state, isr, frame(answered)) == {UNANSWERED_FETCH}
+    assert absent_event_types(state, isr, frame([*answered, ("request_fetch", 3, None)])) == frozenset()
+    # without traffic apart, the events hold it
+    assert absent_event_types(frame([*[(t, None, None) for t in isr[0].needs], ("request_fetch", 3, None)]), isr) == set()
+    # the check will not run (no partition record): not asked
+    assert absent_event_types(frame([]), isr, frame(answered)) == set(isr[0].needs)

@@ -33,6 +33,7 @@ from epoch_audit.gold.analysis.controller_requests import (
     LEADER_AND_ISR_ACCEPTANCE_TYPES,
     STOP_REPLICA_ACCEPTANCE_TYPES,
 )
+from epoch_audit.gold.analysis.isr_joins import UNANSWERED_FETCH, unanswered_fetches
 from epoch_audit.gold.context import CheckContext
 from epoch_audit.gold.invariants import (
     epoch_start_offset_divergence,
@@ -96,6 +97,7 @@ REGISTRY: tuple[InvariantSpec, ...] = (
         stale_broker_epoch_isr_join.check,
         stale_broker_epoch_isr_join.carry,
         needs=KRAFT_PARTITION_TYPES,
+        asks=(UNANSWERED_FETCH,),
     ),
     InvariantSpec(
         "fenced_replica_in_isr",
@@ -158,6 +160,9 @@ REGISTRY: tuple[InvariantSpec, ...] = (
         epoch_start_offset_divergence.check,
     ),
 )
+
+# The kinds of traffic event ``asks`` names that are not event types, each with the rows it names.
+ASKED_KINDS: dict[str, Callable[[DataFrame], DataFrame]] = {UNANSWERED_FETCH: unanswered_fetches}
 
 SPECS: dict[str, InvariantSpec] = {spec.id: spec for spec in REGISTRY}
 

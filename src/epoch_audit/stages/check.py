@@ -17,7 +17,7 @@ from epoch_audit.config import AppConfig
 from epoch_audit.contracts.events import TRAFFIC_TYPES
 from epoch_audit.contracts.violations import CHECK_COLUMNS, SEEN_COLUMNS, VIOLATION_KEY
 from epoch_audit.gold.context import CheckContext, check_context
-from epoch_audit.gold.registry import REGISTRY, InvariantSpec, can_find, found_violations, violations_of
+from epoch_audit.gold.registry import ASKED_KINDS, REGISTRY, InvariantSpec, can_find, found_violations, violations_of
 from epoch_audit.lake.staging import remove_staging, staging_dir
 from epoch_audit.lake.storage import LakeStorage
 from epoch_audit.lake.tables import (
@@ -118,10 +118,13 @@ def absent_event_types(
     events: DataFrame, specs: tuple[InvariantSpec, ...], traffic: DataFrame | None = None
 ) -> frozenset[str]:
     """The event types the ``needs`` and ``asks`` of ``specs`` name that the events hold none of: one
-    small query (at most one row a type named). With ``traffic`` (the request-log traffic, apart),
-    ``events`` are the state events alone, and the traffic is read only for the traffic types named:
-    the state events are cached by then, and the traffic's cache is still being built."""
-    wanted = sorted({t for spec in specs for t in (*spec.needs, *spec.asks)})
+    small query (at most one row a type named); and the other kinds of event the ``asks`` of the checks
+    that will run name (``epoch_audit.gold.registry.ASKED_KINDS``) that they hold none of. With
+    ``traffic`` (the request-log traffic, apart), ``events`` are the state events alone, and the
+    traffic is read only for the traffic types and kinds named: the state events are cached by then,
+    and the traffic's cache is still being built."""
+    asked = sorted({t for spec in specs for t in (*spec.needs, *spec.asks)})
+    wanted = [t for t in asked if t not in ASKED_KINDS]
     sources = [(events, [t for t in wanted if traffic is None or t not in TRAFFIC_TYPES])]
     if traffic is not None:
         sources.append((traffic, [t for t in wanted if t in TRAFFIC_TYPES]))
@@ -130,7 +133,15 @@ def absent_event_types(
         if types:
             present |= {r["event_type"] for r in df.where(F.col("event_type").isin(types)).select("event_type")
                         .distinct().collect()}
-    return frozenset(wanted) - present
+    absent = set(wanted) - present
+    # The kinds that are not types (traffic kinds), asked by the checks that will run: a query each
+    # that stops at the first row.
+    for spec in runnable_checks(specs, frozenset(absent)):
+        for kind in spec.asks:
+            if kind in ASKED_KINDS and kind not in absent and kind not in present:
+                found = ASKED_KINDS[kind](events if traffic is None else traffic).limit(1).collect()
+                (present if found else absent).add(kind)
+    return frozenset(absent)
 
 
 def runnable_checks(specs: tuple[InvariantSpec, ...], absent: frozenset[str]) -> tuple[InvariantSpec, ...]:
