@@ -77,3 +77,29 @@ def test_genuine_kafka_logs_under_one_id_are_flagged_and_alone_are_not(spark, tm
         "ZooKeeper-mode controller logs (hosts 2) and KRaft metadata logs (hosts 1) and Redpanda logs (hosts 0)"
     )
     assert "host 5's logs speak as broker 2" in problems[1].detail
+
+
+def test_host_signs_read_a_migration_and_other_ids_from_the_rows(spark) -> None:
+    from epoch_audit.gold.analysis.input_sanity import host_signs
+
+    schema = ("cluster_id string, host_id int, broker_id int, event_type string, log_kind string, "
+              "record_type string, details map<string,string>")
+    rows = [
+        # host 1: a migrating ZooKeeper broker's registration in the metadata log, speaks as 4 and 5
+        ("c", 1, 1, "md_register_broker", "metadata-dump", "RegisterBrokerRecord", {"is_migrating_zk_broker": "true"}),
+        ("c", 1, 4, "become_leader", "state-change", None, {}),
+        ("c", 1, 5, "become_follower", "state-change", None, {}),
+        ("c", 1, 4, "isr_shrink", "server", None, {}),
+        ("c", 1, 1, "data_batch", "segment-dump", None, {}),
+        # host 2: a request a KRaft controller sent; host 3: a migration record past NONE; host 4: at NONE
+        ("c", 2, 2, "request_leader_and_isr", "request", None, {"is_kraft_controller": "true"}),
+        ("c", 3, 3, "md_zk_migration_state", "metadata-dump", "ZkMigrationStateRecord",
+         {"data": '{"zkMigrationState": 1}'}),
+        ("c", 4, 4, "md_zk_migration_state", "metadata-dump", "ZkMigrationStateRecord",
+         {"data": '{"zkMigrationState":0}'}),
+        ("c", 5, 5, "request_leader_and_isr", "request", None, {"is_kraft_controller": "false"}),
+    ]
+    signs = {r["host_id"]: r for r in host_signs(spark.createDataFrame(rows, schema)).collect()}
+    assert {h: r["migrating"] for h, r in signs.items()} == {1: True, 2: True, 3: True, 4: False, 5: False}
+    assert {h: r["speaks_as"] for h, r in signs.items()} == {1: [4, 5], 2: [], 3: [], 4: [], 5: []}
+    assert signs[1]["kraft"] and not signs[1]["zookeeper"] and not signs[2]["kraft"]

@@ -79,7 +79,10 @@ def host_signs(events: DataFrame, by: tuple[Column, ...] = ()) -> DataFrame:
     row sets or a set of ids, so the signs of a union of rows are the merge of each part's
     (:func:`merged_signs`): a nightly run keeps them per bronze partition (epoch_audit.stages.input_signs)."""
     et = F.col("event_type")
-    migrating = (
+    # Only the metadata log's records and the requests a KRaft controller sent show a migration: the
+    # details map is looked into for those rows alone (the segment dumps' millions of batches are
+    # most of the state events, and a map lookup reads the row's every key).
+    migrating = (et.startswith("md_") | (F.col("log_kind") == "request")) & (
         (F.col("details")["is_migrating_zk_broker"] == "true")
         | (F.col("details")["is_kraft_controller"] == "true")
         | ((F.col("record_type") == "ZkMigrationStateRecord")
@@ -89,12 +92,18 @@ def host_signs(events: DataFrame, by: tuple[Column, ...] = ()) -> DataFrame:
         et.isin(*SELF_NAMING_EVENT_TYPES) & F.col("host_id").isNotNull() & (F.col("broker_id") != F.col("host_id")),
         F.col("broker_id"),
     )
-    return events.groupBy("cluster_id", "host_id", *by).agg(
+    # Flags (fixed-width: a hash aggregate) per other id first, then the ids collected over those
+    # few rows: a set aggregated over every event took the object aggregate's slow path for all.
+    per_other = events.groupBy("cluster_id", "host_id", *by, other_self.alias("_other")).agg(
         _flag(et.isin(*ZOOKEEPER_EVENT_TYPES), "zookeeper"),
         _flag(et.startswith("md_") | et.isin(*KRAFT_EVENT_TYPES), "kraft"),
         _flag(et.startswith("rp_") | (F.col("log_kind") == "redpanda"), "redpanda"),
         _flag(migrating, "migrating"),
-        F.array_sort(F.collect_set(other_self)).alias("speaks_as"),
+    )
+    keys = per_other.columns[: 2 + len(by)]
+    return per_other.groupBy(*keys).agg(
+        *[F.max(flag).alias(flag) for flag in SIGN_FLAGS],
+        F.array_sort(F.collect_set("_other")).alias("speaks_as"),
     )
 
 
