@@ -80,7 +80,12 @@ SHORT_RUN_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m
 # collections and a full compaction that left 656 MB, and one run in two died of a heap
 # OutOfMemoryError; under the parallel collector the same stage peaked at 485 MB live after its
 # full collections, and took 135 s instead of 158.
-LONG_RUN_JAVA_OPTIONS = "-XX:+UseParallelGC"
+# Its JIT: each query brings new generated classes (and Janino compiling them), and on two cores the
+# C2 threads compete with the tasks: at 10^7 lines they took 64 CPU s of the check stage beside the
+# tasks' 86, 30 of the timelines' 75. C1 alone made the tasks slower than it saved; C2 after three
+# times the usual counts (CompileThresholdScaling) compiles only what stays hot: 52 CPU s there,
+# the stage 2–3 s shorter (the timelines' too).
+LONG_RUN_JAVA_OPTIONS = "-XX:+UseParallelGC -XX:CompileThresholdScaling=3"
 
 
 def short_run_java_options(driver_memory: str) -> str:
