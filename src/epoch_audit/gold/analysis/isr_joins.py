@@ -9,7 +9,7 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from epoch_audit.gold.analysis.keys import extreme_struct_by_key
+from epoch_audit.gold.analysis.keys import extreme_struct_by_key, with_keys_of
 from epoch_audit.gold.analysis.kraft_state import INF, holds_at_some_commit, kraft_timeline_and_registrations
 from epoch_audit.gold.context import CheckContext
 
@@ -273,9 +273,7 @@ def _filled_high_watermarks(fetches: DataFrame, reported: DataFrame) -> DataFram
     cluster without incremental fetch sessions sorts none, where a window over every fetch for the
     few it fills was most of the ISR check's time at 10^7 lines)."""
     omitted = fetches.where(omitted_from_response()).withColumn("_omitted", F.lit(True))
-    keys = omitted.select(*(F.col(c).alias(f"_k_{c}") for c in FETCH_KEY)).distinct()
-    same_key = [F.col(c).eqNullSafe(F.col(f"_k_{c}")) for c in FETCH_KEY]
-    earlier_reports = reported.drop("_hw").join(F.broadcast(keys), same_key, "left_semi")
+    earlier_reports = with_keys_of(reported.drop("_hw"), omitted, list(FETCH_KEY), broadcast=True)
     earlier = Window.partitionBy(*FETCH_KEY).orderBy(*FETCH_ORDER).rowsBetween(Window.unboundedPreceding, -1)
     rows = omitted.unionByName(earlier_reports.withColumn("_omitted", F.lit(False)))
     return (

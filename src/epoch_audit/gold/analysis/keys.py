@@ -11,16 +11,17 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 
-def with_keys_of(rows: DataFrame, keyed: DataFrame, key: list[str]) -> DataFrame:
+def with_keys_of(rows: DataFrame, keyed: DataFrame, key: list[str], broadcast: bool = False) -> DataFrame:
     """``rows`` whose ``key`` (null equal to null) some row of ``keyed`` has.
 
     A window partitioned by ``key`` whose answers are read only on ``keyed``'s rows needs no
     partition ``keyed`` has no row in: filtered first, the window sorts those rows alone (a
-    semi-join on a few keys, against a sort of every line of the history).
+    semi-join on a few keys, against a sort of every line of the history). ``broadcast``: the keys
+    are few whatever the data (a broadcast join, so ``rows`` is not shuffled for it).
     """
     keys = keyed.select(*(F.col(c).alias(f"_k_{c}") for c in key)).distinct()
     same = reduce(lambda a, b: a & b, [F.col(c).eqNullSafe(F.col(f"_k_{c}")) for c in key])
-    return rows.join(keys, same, "left_semi")
+    return rows.join(F.broadcast(keys) if broadcast else keys, same, "left_semi")
 
 
 def literal_map(values: Mapping[str, Any]) -> Column:
