@@ -111,3 +111,21 @@ def test_files_no_finished_task_lists_are_removed(tmp_path, listed):
     remove_unlisted(str(tmp_path), listed)
     left = {str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if p.is_file()}
     assert left == listed | {"_SUCCESS"}
+
+
+def test_partition_parts_splits_by_every_key_and_keeps_one_key_batches_whole():
+    days = [date(2024, 3, 4), date(2024, 3, 5)]
+    mixed = pa.RecordBatch.from_pydict({
+        "kind": ["event", "event", "event", "quarantine"],
+        "day": [days[0], days[1], days[0], None],
+        "n": [1, 2, 3, 4],
+    })
+    parts = {key: part.column("n").to_pylist() for key, part in staging.partition_parts(mixed, ("kind", "day"))}
+    assert parts == {("event", days[0]): [1, 3], ("event", days[1]): [2], ("quarantine", None): [4]}
+    one = mixed.slice(1, 1)
+    assert [(k, p.num_rows) for k, p in staging.partition_parts(one, ("kind", "day"))] == [(("event", days[1]), 1)]
+    nulls = pa.RecordBatch.from_pydict({"kind": pa.array([None, None], pa.string()), "n": [1, 2]})
+    assert [(k, p.num_rows) for k, p in staging.partition_parts(nulls, ("kind",))] == [((None,), 2)]
+    some_null = pa.RecordBatch.from_pydict({"kind": pa.array(["a", None], pa.string()), "n": [1, 2]})
+    assert {k for k, _ in staging.partition_parts(some_null, ("kind",))} == {("a",), (None,)}
+    assert list(staging.partition_parts(mixed.slice(0, 0), ("kind", "day"))) == []

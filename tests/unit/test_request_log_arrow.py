@@ -249,3 +249,27 @@ def test_replica_fetches_of_many_partitions_and_fetch_sessions_are_read_by_arrow
     assert batched == len(events) and len(events) > len(lines)
     assert {r["details"]["in_request"] for r in events} == {"true", "false"}
     assert max(r["sub_index"] for r in events) == 59
+
+
+def test_a_chunk_is_plain_only_when_the_guard_would_find_nothing():
+    """A request-log chunk in which one RE2 pass finds no secret hint and nothing the Arrow reader's
+    guard looks for skips that guard: no line the guard stops may be in a plain chunk."""
+    from epoch_audit.bronze.log_pass import _request_chunk
+    from epoch_audit.bronze.parsers.request_log_arrow import _NOT_ARROWS
+
+    bases = _messages()
+    assert _request_chunk(bases) == (True, True)
+    fetch = next(line for line in bases if '"FETCH"' in line)
+    produce = next(line for line in bases if '"PRODUCE"' in line)
+    guarded = [v for base in (fetch, produce) for v in _variants(base) if _NOT_ARROWS.search(v)]
+    assert len(guarded) >= 8
+    at = fetch.index('"clientId":"') + len('"clientId":"')
+    for token in ("\t", "\x1f", "\x0b", "NaN", "INF", "Inf"):
+        for before in ":,[ +-":
+            guarded.append(fetch[:at - 1] + "0," + '"x":' + before + token + "," + fetch[at - 1:])
+    guarded.append(fetch[:at] + "1" * 900 + fetch[at:])
+    for line in guarded:
+        assert _request_chunk([fetch, line, produce])[1] is False, line[:200]
+    # plain never hides a line the guard stops; a secret hint is no clean chunk
+    assert _request_chunk([fetch, fetch.replace('"clientId":"', '"clientId":"Token ', 1)]) == (False, False)
+    assert _request_chunk([fetch, fetch[:at] + "1" * 899 + fetch[at:]]) == (True, True)

@@ -170,8 +170,10 @@ class FilePass:
         if keys is not None and len(keys) >= VOUCHED_IDS_KEPT:
             self._id_keys = None  # no more memory spent on a file that will be checked anyway
 
-    def take(self) -> list[Row]:
+    def take(self) -> list[Row] | tuple[()]:
         """The rows accumulated so far (handed on while the file is still being read)."""
+        if not self.out:  # asked after every line: no new list when there is nothing to hand on
+            return ()
         rows, self.out = self.out, []
         return rows
 

@@ -66,6 +66,9 @@ _REQUEST_START = re.compile(
     r"\[\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2},\d{3}\] (TRACE|DEBUG|INFO|WARN|ERROR|FATAL) Completed request:\{", re.ASCII
 )
 _HINTS = "|".join(re.escape(hint) for hint in SECRET_HINTS)
+# A secret hint (any case) or what request_log_arrow's guard looks for: a chunk with neither is
+# redacted by nothing and holds no message that guard would stop (one RE2 pass for both)
+_HINTS_OR_GUARDED = f"(?i:{_HINTS})|{request_log_arrow.GUARDED_RE2}"
 
 
 def _line_row(task: Row, number: int, text: str, chars: int) -> Row:
@@ -77,12 +80,24 @@ def _line_row(task: Row, number: int, text: str, chars: int) -> Row:
 
 
 class _RequestLine:
-    """A one-line record of the request log's layout, framed without the framing's regexes."""
+    """A one-line record of the request log's layout, framed without the framing's regexes;
+    ``plain``: its chunk holds nothing request_log_arrow's guard looks for."""
 
-    __slots__ = ("level", "number", "text")
+    __slots__ = ("level", "number", "plain", "text")
 
-    def __init__(self, number: int, text: str, level: str) -> None:
-        self.number, self.text, self.level = number, text, level
+    def __init__(self, number: int, text: str, level: str, plain: bool) -> None:
+        self.number, self.text, self.level, self.plain = number, text, level, plain
+
+
+class _Waiting(list):
+    """The request records waiting for their batch (``Pending`` entries); ``guarded``: how many of
+    them come from no plain chunk (request_log_arrow's guard reads the batch unless none)."""
+
+    __slots__ = ("guarded",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.guarded = 0
 
 
 # a request record waiting for its batch: (line number, line text, raw, level, message, event
@@ -103,10 +118,29 @@ def _second_micros(second: str, zone: str) -> int | None:
 def _clean_chunk(texts: list[str]) -> bool:
     """Whether no line of ``texts`` holds a secret hint, a NUL, a carriage return or a non-ASCII
     character: redaction then changes nothing and Java's ``.`` matches every character."""
+    joined = _ascii_text(texts)
+    return joined is not None and not _matches(joined, _HINTS, ignore_case=True)
+
+
+def _request_chunk(texts: list[str]) -> tuple[bool, bool]:
+    """(clean: :func:`_clean_chunk`, plain: clean and no line holds what request_log_arrow's guard
+    looks for) of a chunk of a request log's lines."""
+    joined = _ascii_text(texts)
+    if joined is None:
+        return False, False
+    if not _matches(joined, _HINTS_OR_GUARDED):
+        return True, True
+    return not _matches(joined, _HINTS, ignore_case=True), False
+
+
+def _ascii_text(texts: list[str]) -> str | None:
+    """``texts`` joined by newlines when ASCII without a NUL or a carriage return, else None."""
     joined = "\n".join(texts)
-    if not joined.isascii() or "\r" in joined or "\x00" in joined:
-        return False
-    return not pc.match_substring_regex(pa.array([joined]), _HINTS, ignore_case=True)[0].as_py()
+    return joined if joined.isascii() and "\r" not in joined and "\x00" not in joined else None
+
+
+def _matches(text: str, pattern: str, ignore_case: bool = False) -> bool:
+    return pc.match_substring_regex(pa.array([text]), pattern, ignore_case=ignore_case)[0].as_py()
 
 
 def log_file(state: FilePass, lines: Iterable[Line], zone: str, vectorised: bool = True) -> Iterator[Row]:
@@ -115,15 +149,17 @@ def log_file(state: FilePass, lines: Iterable[Line], zone: str, vectorised: bool
     prov = provenance(task)
     texts: dict[int, str] = {}  # text of the lines of the record being framed (quarantine needs them)
     file = FileConstants(*(task[k] for k in PROVENANCE)) if vectorised else None
-    pending: list[Pending] = []
+    pending = _Waiting()
     current: Record | _RequestLine | None = None
 
     def materialised(line: _RequestLine) -> Record:
         texts[line.number] = line.text
         return Record(MarkedLine(line.number, *mark(line.text)))
 
-    def wait(entry: Pending) -> None:
+    def wait(entry: Pending, plain: bool = False) -> None:
         pending.append(entry)
+        if not plain:
+            pending.guarded += 1
         if len(pending) >= REQUEST_BATCH:
             _read_requests(state, pending, file, prov, zone)
 
@@ -134,7 +170,8 @@ def log_file(state: FilePass, lines: Iterable[Line], zone: str, vectorised: bool
             second = _second_micros(text[1:20], zone)
             message = text[27 + len(level):-len(_REQUEST_TAIL)]
             if second is not None and message.endswith("}"):
-                wait((record.number, text, text, level, message, second + int(text[21:24]) * 1000, None))
+                wait((record.number, text, text, level, message, second + int(text[21:24]) * 1000, None),
+                     record.plain)
                 return
             record = materialised(record)
         row = record_row(record, prov, zone)
@@ -150,8 +187,8 @@ def log_file(state: FilePass, lines: Iterable[Line], zone: str, vectorised: bool
     source = iter(lines)
     while chunk := list(islice(source, REQUEST_BATCH)):
         # (other logs' chunks hold no request line: not scanned)
-        clean = (file is not None and any(line[1].endswith(_REQUEST_TAIL) for line in chunk)
-                 and _clean_chunk([line[1] for line in chunk]))
+        clean, plain = ((file is not None and any(line[1].endswith(_REQUEST_TAIL) for line in chunk)
+                         and _request_chunk([line[1] for line in chunk])) or (False, False))
         for number, raw_text, chars, read_problem in chunk:
             if clean and read_problem is None and chars == len(raw_text) and raw_text.endswith(_REQUEST_TAIL):
                 found = _REQUEST_START.match(raw_text)
@@ -159,7 +196,7 @@ def log_file(state: FilePass, lines: Iterable[Line], zone: str, vectorised: bool
                     state.counts["lines_read"] += 1
                     if current is not None:
                         finish(current)
-                    current = _RequestLine(number, raw_text, found.group(1))
+                    current = _RequestLine(number, raw_text, found.group(1), plain)
                     yield from state.take()
                     continue
             text, problem = state.line_facts(raw_text, chars, read_problem)
@@ -197,7 +234,7 @@ def _batchable_request(row: Row) -> bool:
             and message.startswith(_JSON_REQUEST) and message.endswith("}"))
 
 
-def _read_requests(state: FilePass, pending: list[Pending], file: FileConstants | None,
+def _read_requests(state: FilePass, pending: _Waiting, file: FileConstants | None,
                    prov: Row, zone: str) -> None:
     """The waiting request records, in line order: those Arrow reads as one event each (their
     rows one Arrow batch), the others through the per-line parsers; ``pending`` is emptied."""
@@ -206,7 +243,7 @@ def _read_requests(state: FilePass, pending: list[Pending], file: FileConstants 
     parsed = []
     if len(pending) >= REQUEST_BATCH_MIN:  # below, the per-line parser is cheaper than Arrow's calls
         messages = [entry[4] for entry in pending]
-        parsed = request_log_arrow.parse_batch(messages, request_log_arrow.eligible_apis(messages))
+        parsed = request_log_arrow.parse_batch(messages, request_log_arrow.eligible_apis(messages, not pending.guarded))
     subs_of: dict[int, list[int]] = {}  # per record read here: its events' sub_index
     for batch in parsed:
         for position, sub in zip(batch.positions, batch.subs, strict=True):
@@ -234,6 +271,7 @@ def _read_requests(state: FilePass, pending: list[Pending], file: FileConstants 
             [own[p] for p in batch.positions], [entry[3] for entry in chosen],
             [fanout_raw(entry[2], sub) for entry, sub in zip(chosen, batch.subs, strict=True)], PASS_ARROW_SCHEMA))
     pending.clear()
+    pending.guarded = 0
 
 
 def dump_file(state: FilePass, lines: Iterable[Line], zone: str, vectorised: bool = True) -> Iterator[Row]:

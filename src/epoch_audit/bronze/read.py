@@ -44,12 +44,28 @@ def task_lines(task: dict) -> Iterator[tuple[str, int, str | None]]:
 
     Decoding is UTF-8 with replacement (counted later by the U+FFFD marker); a line longer than
     ``max_line_chars`` is cut there (and later quarantined) and never held whole in memory.
-    Splitting bytes at ``\\n`` is safe: 0x0A never occurs inside a multi-byte UTF-8 sequence.
-    A file whose data ends early (``read_problem``: a truncated gzip) ends with one more line, the
-    text after its last newline (possibly empty), carrying that problem: the truncation is
-    quarantined and counted as a malformed line. A file that does not open raises
+    Splitting bytes at ``\\n`` is safe: 0x0A never occurs inside a multi-byte UTF-8 sequence, so a
+    block's whole lines decode as one text (its replacements are each line's own) and split at
+    ``\\n`` into the lines. A file whose data ends early (``read_problem``: a truncated gzip) ends with
+    one more line, the text after its last newline (possibly empty), carrying that problem: the
+    truncation is quarantined and counted as a malformed line. A file that does not open raises
     :class:`InputUnreadableError`.
     """
+    for block in _line_blocks(task):
+        yield from block
+
+
+def numbered_lines(task: dict) -> Iterator[tuple[int, str, int, str | None]]:
+    """:func:`task_lines` numbered from the task's ``start_line``: (line number, text, characters,
+    problem), each block's lines made in one comprehension (the pass reads millions of lines)."""
+    number = task["start_line"]
+    for block in _line_blocks(task):
+        yield from [(number + k, text, chars, problem) for k, (text, chars, problem) in enumerate(block)]
+        number += len(block)
+
+
+def _line_blocks(task: dict) -> Iterator[list[tuple[str, int, str | None]]]:
+    """:func:`task_lines`'s lines, a list per block read."""
     limit = task["max_line_chars"]
     keep_bytes = 4 * limit  # enough bytes for ``limit`` characters
     remaining = task["end_byte"] - task["start_byte"]
@@ -70,22 +86,28 @@ def task_lines(task: dict) -> Iterator[tuple[str, int, str | None]]:
                 if not block:
                     break
                 remaining -= len(block)
-                parts = block.split(b"\n")
-                parts[0] = carry + parts[0]
-                carry = parts.pop()
-                for k, raw in enumerate(parts):
-                    yield line(raw, carry_dropped if k == 0 else 0)
-                    if k == 0:
-                        carry_dropped = 0
+                end = block.rfind(b"\n")
+                if end < 0:
+                    carry += block
+                else:
+                    first_end = block.find(b"\n")
+                    lines = [line(carry + block[:first_end], carry_dropped)]
+                    carry_dropped = 0
+                    if first_end < end:
+                        texts = block[first_end + 1:end].decode("utf-8", errors="replace").split("\n")
+                        lines += [(text, len(text), None) if len(text) <= limit else (text[:limit], len(text), None)
+                                  for text in texts]
+                    carry = block[end + 1:]
+                    yield lines
                 if len(carry) > keep_bytes:
                     carry_dropped += len(carry) - keep_bytes
                     carry = carry[:keep_bytes]
     except (OSError, EOFError):
         pass  # cut short while reading (an I/O error mid-file): the lines read so far count
     if problem and remaining <= 0:
-        yield line(carry, carry_dropped, problem)
+        yield [line(carry, carry_dropped, problem)]
     elif carry or carry_dropped:
-        yield line(carry, carry_dropped)  # a last line without its final newline
+        yield [line(carry, carry_dropped)]  # a last line without its final newline
 
 
 class InputUnreadableError(OSError):

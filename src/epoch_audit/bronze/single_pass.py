@@ -40,7 +40,7 @@ from epoch_audit.bronze.discover import ReadTask
 from epoch_audit.bronze.file_pass import COUNT_COLUMNS, PASS_ARROW_SCHEMA, PASS_SCHEMA, FilePass
 from epoch_audit.bronze.log_pass import LOG_KINDS, dump_file, log_file
 from epoch_audit.bronze.parsers.rows import Row
-from epoch_audit.bronze.read import TASK_SCHEMA, task_lines
+from epoch_audit.bronze.read import TASK_SCHEMA, numbered_lines
 from epoch_audit.config import AppConfig
 from epoch_audit.lake.staging import HiveParquetWriter, partition_parts, remove_unlisted
 from epoch_audit.lake.tables import BRONZE_EVENTS_PARTITIONS
@@ -63,9 +63,7 @@ def task_items(
     Events read a batch at a time come as Arrow batches of ``PASS_ARROW_SCHEMA`` (``vectorised``;
     False reads every record by the per-line parsers)."""
     state = FilePass(task, line_statuses)
-    numbered = (
-        (task["start_line"] + k, text, chars, problem) for k, (text, chars, problem) in enumerate(task_lines(task))
-    )
+    numbered = numbered_lines(task)
     if task["log_kind"] in LOG_KINDS:
         yield from log_file(state, numbered, zone, vectorised)
     else:

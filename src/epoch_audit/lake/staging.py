@@ -130,6 +130,12 @@ class HiveParquetWriter:
 def partition_parts(batch: pa.RecordBatch, partition_by: Sequence[str]) -> Iterator[tuple[tuple, pa.RecordBatch]]:
     """``batch``'s rows by partition: (the values of ``partition_by``, those rows) for each value met."""
     names = list(partition_by)
+    if batch.num_rows == 0:
+        return
+    single = _single_key(batch, names)
+    if single is not None:  # the common case (a batch of one file's events of one day): no grouping
+        yield single, batch
+        return
     keys = pa.Table.from_batches([batch]).select(names).group_by(names).aggregate([]).to_pylist()
     for key in keys:
         mask = None
@@ -138,6 +144,23 @@ def partition_parts(batch: pa.RecordBatch, partition_by: Sequence[str]) -> Itera
             test = pc.is_null(column) if value is None else pc.equal(column, value)
             mask = test if mask is None else pc.and_(mask, test)
         yield tuple(key[name] for name in names), batch.filter(mask)
+
+
+def _single_key(batch: pa.RecordBatch, names: Sequence[str]) -> tuple | None:
+    """The values of ``names`` when every row of ``batch`` has the same (a null column: None), else None."""
+    key = []
+    for name in names:
+        column = batch.column(name)
+        if column.null_count == len(column):
+            key.append(None)
+            continue
+        if column.null_count:
+            return None
+        bounds = pc.min_max(column)
+        if bounds["min"] != bounds["max"]:
+            return None
+        key.append(bounds["min"].as_py())
+    return tuple(key)
 
 
 def remove_unlisted(path: str, listed: set[str]) -> None:

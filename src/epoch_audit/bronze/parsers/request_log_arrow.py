@@ -48,6 +48,8 @@ _API_KEY = '"requestApiKeyName":"'
 # string that looks like one), a run of digits near Jackson's 1000-character number limit
 _LONG_DIGITS = 900
 _NOT_ARROWS = re.compile(r"[\x00-\x1f]|[:,\[ +-](?:NaN|Inf|INF)|[0-9]{" + str(_LONG_DIGITS) + "}")
+# the same in RE2 for lines joined by newlines (a newline is no control character there)
+GUARDED_RE2 = r"[\x00-\x09\x0b-\x1f]|[:,\[ +-](?:NaN|Inf|INF)|[0-9]{" + str(_LONG_DIGITS) + "}"
 _NOT_CONTROL = bytes(range(0x20, 256)) + b"\n"  # deleted, what is left of a batch is its control characters
 _DIGITS_AS_ZERO = bytes(0x30 if 0x30 <= c <= 0x39 else 0x78 for c in range(256))
 _SPLIT_BELOW = 8  # a refused batch this small goes back to the per-line parser whole
@@ -70,10 +72,11 @@ _PARSE_OPTIONS = {
 }
 
 
-def eligible_apis(messages: Sequence[str]) -> list[str | None]:
+def eligible_apis(messages: Sequence[str], plain: bool = False) -> list[str | None]:
     """Per message: FETCH or PRODUCE when this module may read it, else None (the per-line parser).
-    ``messages`` start with ``Completed request:{`` and end with ``}`` (the caller's test)."""
-    suspicious = _suspicious("\n".join(messages).encode("utf-8"))
+    ``messages`` start with ``Completed request:{`` and end with ``}`` (the caller's test);
+    ``plain``: the caller found nothing :data:`GUARDED_RE2` looks for in their lines."""
+    suspicious = not plain and _suspicious("\n".join(messages).encode("utf-8"))
     out: list[str | None] = []
     for message in messages:
         at = message.find(_API_KEY)
