@@ -92,3 +92,32 @@ def test_a_dump_outside_a_partition_directory_and_one_long_chunk(tmp_path):
     rows, batched = read_both_ways(_dump(tmp_path, lines, "00000000000000000000.log.dump.txt"))
     assert batched == 5000
     assert {r["topic"] for r in rows if r["row_kind"] == "event"} <= {None, "orders"}
+
+
+def test_batch_line_fields_split_at_spaces_equal_the_patterns_groups():
+    """A chunk's matching batch lines are split at their spaces instead of extracted by the pattern's
+    groups: the same strings, every layout and value form, and no line that does not match."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from epoch_audit.bronze.parsers import segment_dump_arrow as arrow
+
+    forms = [
+        {}, {"deleteHorizonMs": "OptionalLong[1709629934999]"}, {"deleteHorizonMs": "OptionalLong[-3]"},
+        {"count": "null", "baseSequence": "-1", "producerId": "-1", "producerEpoch": "-1"},
+        {"isTransactional": "true", "isControl": "true", "compresscodec": "zstd", "isvalid": "false"},
+        {"producerId": "1234567890123456789012"},
+    ]
+    with_horizon = [_batch(5 * k, **form) for k, form in enumerate(forms)]
+    with_horizon += [with_horizon[0].replace("CreateTime: ", "LogAppendTime: "),
+                     with_horizon[0].replace("CreateTime: 1709629934012", "NoTimestampType: -1")]
+    without = [line.replace(" deleteHorizonMs: OptionalLong.empty", "") for line in with_horizon[:1] + with_horizon[3:]]
+    assert arrow._groups(pa.array(with_horizon)) is not None and arrow._groups(pa.array(without)) is not None
+    for lines in (with_horizon, without, with_horizon + without):
+        array = pa.array(lines)
+        groups = pc.extract_regex(array, arrow._PATTERN)
+        expected = {f.name: pc.struct_field(groups, f.name).to_pylist() for f in groups.type}
+        got = arrow._groups(array)
+        assert {name: values.to_pylist() for name, values in got.items()} == expected
+    assert arrow._groups(pa.array([with_horizon[0], with_horizon[1] + " extra"])) is None
+    assert arrow._groups(pa.array([with_horizon[0].replace("count: 5", "count:  5")])) is None
