@@ -170,7 +170,8 @@ def validated(spark, tmp_path_factory):
     # (and lifts the quarantine rate over 0.01), a timeline decision whose LE drops (not reported in gold).
     storage.append("bronze/events", spark.createDataFrame(
         [event("bad-type", "bogus_type", 30), event("bad-epoch", "become_leader", 31, topic="orders", partition=0,
-                                                     leader_epoch=-5)], EVENT_SCHEMA))
+                                                     leader_epoch=-5)]
+        + [event("twice", "become_leader", 32, topic="orders", partition=0, leader_epoch=3)] * 2, EVENT_SCHEMA))
     storage.append("bronze/ingest_accounting", spark.createDataFrame(
         [("ingest-2", "bad-file", "cluster=c1/broker-3/server.log", 1, 100, 3, 3, 50)], ACCOUNTING_SCHEMA))
     storage.append("silver/partition_timeline", spark.createDataFrame(
@@ -186,7 +187,7 @@ def test_clean_lake_passes_and_writes_results_and_docs(validated):
     assert failed == {}
     # every layer ran, with the rules the issue names
     for key in ("bronze/events::expect_column_values_to_be_in_set(event_type)",
-                "bronze/events::epochs_at_least_minus_2", "bronze/events::event_time_in_window",
+                "bronze/events::epochs_at_least_minus_2", "bronze/events::event_id_unique", "bronze/events::event_time_in_window",
                 "bronze/ingest_accounting::accounting_reconciles",
                 "bronze/ingest_accounting::quarantine_rate_under_threshold", "bronze/ingest_files::hosts_not_silent",
                 "silver/partition_timeline::leader_epoch_increases", "silver/partition_timeline::partition_epoch_increases",
@@ -207,6 +208,7 @@ def test_corrupted_bronze_fails_the_right_expectations_with_keys(validated):
     assert failed == {
         "bronze/events::expect_column_values_to_be_in_set(event_type)",
         "bronze/events::epochs_at_least_minus_2",
+        "bronze/events::event_id_unique",
         "bronze/ingest_accounting::accounting_reconciles",
         "bronze/ingest_accounting::quarantine_rate_under_threshold",
         "silver/partition_timeline::leader_epoch_increases",
@@ -217,6 +219,8 @@ def test_corrupted_bronze_fails_the_right_expectations_with_keys(validated):
     epochs = bad["bronze/events::epochs_at_least_minus_2"]
     assert epochs["unexpected_count"] == 1
     assert _keys(epochs) == [{"event_id": "bad-epoch", "column_name": "leader_epoch", "value": "-5"}]
+    unique = bad["bronze/events::event_id_unique"]
+    assert unique["unexpected_count"] == 1 and _keys(unique) == [{"event_id": "twice", "copies": "2"}]
     acct = bad["bronze/ingest_accounting::accounting_reconciles"]
     assert [k["file_id"] for k in _keys(acct)] == ["bad-file"] and acct["unexpected_count"] == 1
     rate = _keys(bad["bronze/ingest_accounting::quarantine_rate_under_threshold"])
@@ -336,3 +340,17 @@ def test_epoch_query_reports_each_low_epoch_of_a_row_once(spark):
     spark.createDataFrame(rows, EVENT_SCHEMA).createOrReplaceTempView("ea_epochs_under_test")
     found = sorted(tuple(r) for r in spark.sql(epoch_query().format(batch="ea_epochs_under_test")).collect())
     assert found == [("two-low", "broker_epoch", "-3000000000"), ("two-low", "leader_epoch", "-5")]
+
+
+def test_unique_query_finds_every_repeated_id_exactly(spark):
+    """Grouped by hash first, in Spark's tasks or spread over more: the repeated values and their
+    copies, nulls never (their own expectation reports them)."""
+    from epoch_audit.validate.bronze import unique_query
+
+    ids = [("a",), ("b",), ("a",), (None,), (None,), ("c",), ("c",), ("c",), ("d",)]
+    spark.createDataFrame(ids, "event_id string").createOrReplaceTempView("ea_t_unique_ids")
+    for partitions in (None, 8):
+        query = unique_query("event_id", partitions).replace("{batch}", "ea_t_unique_ids")
+        assert sorted(tuple(r) for r in spark.sql(query).collect()) == [("a", "2"), ("c", "3")]
+    spark.createDataFrame(ids[5:], "event_id string").createOrReplaceTempView("ea_t_unique_ids")
+    assert spark.sql(unique_query("event_id").replace("{batch}", "ea_t_unique_ids")).collect() == [("c", "3")]

@@ -52,6 +52,9 @@ class ValidationSettings:
     this_run_only: bool = False
     # where the GX project and its Data Docs live: <lake>/reports unless the config names a place
     report_dir: str | None = None
+    # tasks the uniqueness of bronze's ids is counted in (None: Spark's shuffle partitions; set by
+    # the runner for a large batch, see validate.bronze.unique_query)
+    id_partitions: int | None = None
 
     @classmethod
     def from_config(cls, validation: Any, run_id: str, now: datetime | None = None) -> ValidationSettings:

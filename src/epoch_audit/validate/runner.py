@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 from pyspark.sql.types import (
     ArrayType,
     BooleanType,
@@ -34,7 +35,7 @@ from pyspark.sql.types import (
 
 from epoch_audit import objstore
 from epoch_audit.gold.evidence import cited_events
-from epoch_audit.lake.tables import EVENTS_TABLE
+from epoch_audit.lake.tables import EVENTS_TABLE, LEDGER_TABLE
 from epoch_audit.validate import bronze, gold, silver
 from epoch_audit.validate.base import VIEW_NAMES, ExpectNoOffendingRows, TableSuite, ValidationSettings
 from epoch_audit.validate.data_docs import make_offline, page_versions
@@ -296,7 +297,7 @@ def run_suites(
         if cited is not None:  # only the cited events are ever looked up in it (VIEW_NAMES)
             view_frame = cited
         view_frame.createOrReplaceTempView(VIEW_NAMES[table])
-    settings = replace(settings, views=present)
+    settings = replace(settings, views=present, id_partitions=id_partitions(spark, storage, settings))
     root = objstore.reports_root(storage.lake, settings.report_dir)
     # On an object store the GX project is worked on in a local copy: its files (results of
     # earlier runs, which the Data Docs index lists) are copied down, and back up after the build.
@@ -315,6 +316,23 @@ def run_suites(
         if staged is not None:
             shutil.rmtree(staged, ignore_errors=True)
     return outcome
+
+
+IDS_PER_TASK = 400_000  # bronze ids a task counts at most in the uniqueness check (a 1 GB heap's share)
+
+
+def id_partitions(spark: SparkSession, storage: Any, settings: ValidationSettings) -> int | None:
+    """How many tasks to count bronze's ids in: one per :data:`IDS_PER_TASK` lines the validated
+    ingest parsed (this run's ledger rows, else every row), or None when Spark's shuffle partitions
+    already give each task no more."""
+    if not storage.exists(LEDGER_TABLE):
+        return None
+    ledger = storage.read(LEDGER_TABLE)
+    if settings.this_run_only:
+        ledger = ledger.where(F.col("run_id") == settings.run_id)
+    parsed = ledger.agg(F.sum("parsed")).collect()[0][0] or 0
+    tasks = -(-int(parsed) // IDS_PER_TASK)
+    return tasks if tasks > int(spark.conf.get("spark.sql.shuffle.partitions", "200")) else None
 
 
 def _validate_layers(
