@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 from epoch_audit.bronze.discover import ReadTask
-from epoch_audit.bronze.read import TASK_SCHEMA, InputUnreadableError, task_lines
+from epoch_audit.bronze.read import TASK_SCHEMA, InputUnreadableError, numbered_lines
 from epoch_audit.bronze.single_pass import task_bins, task_rows
 from epoch_audit.config import load_config
 
@@ -70,7 +70,7 @@ def test_a_file_the_executor_cannot_open_fails_the_read(tmp_path, compressed):
     missing = tmp_path / "not-mounted-here" / "server.log"
     task = {**_task(str(missing), str(missing), 1000), "compressed": compressed}
     with pytest.raises(InputUnreadableError, match=f"cannot open input file {missing}: .*shared mount"):
-        list(task_lines(task))
+        list(numbered_lines(task))
 
 
 

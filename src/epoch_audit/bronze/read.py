@@ -39,25 +39,19 @@ TASK_SCHEMA = StructType(
 READ_BLOCK_BYTES = 8 << 20  # the reader streams files: memory stays bounded by blocks, not by file size
 
 
-def task_lines(task: dict) -> Iterator[tuple[str, int, str | None]]:
-    """(text, characters, problem) of each line in a task's byte range, read block by block.
+def numbered_lines(task: dict) -> Iterator[tuple[int, str, int, str | None]]:
+    """(line number, text, characters, problem) of each line in a task's byte range, numbered from
+    its ``start_line`` and read block by block.
 
     Decoding is UTF-8 with replacement (counted later by the U+FFFD marker); a line longer than
     ``max_line_chars`` is cut there (and later quarantined) and never held whole in memory.
     Splitting bytes at ``\\n`` is safe: 0x0A never occurs inside a multi-byte UTF-8 sequence, so a
     block's whole lines decode as one text (its replacements are each line's own) and split at
-    ``\\n`` into the lines. A file whose data ends early (``read_problem``: a truncated gzip) ends with
-    one more line, the text after its last newline (possibly empty), carrying that problem: the
-    truncation is quarantined and counted as a malformed line. A file that does not open raises
-    :class:`InputUnreadableError`.
+    ``\\n`` into the lines, numbered in one comprehension (the pass reads millions). A file whose
+    data ends early (``read_problem``: a truncated gzip) ends with one more line, the text after its
+    last newline (possibly empty), carrying that problem: the truncation is quarantined and counted
+    as a malformed line. A file that does not open raises :class:`InputUnreadableError`.
     """
-    for block in _line_blocks(task):
-        yield from block
-
-
-def numbered_lines(task: dict) -> Iterator[tuple[int, str, int, str | None]]:
-    """:func:`task_lines` numbered from the task's ``start_line``: (line number, text, characters,
-    problem), each block's lines made in one comprehension (the pass reads millions of lines)."""
     number = task["start_line"]
     for block in _line_blocks(task):
         yield from [(number + k, text, chars, problem) for k, (text, chars, problem) in enumerate(block)]
@@ -65,7 +59,7 @@ def numbered_lines(task: dict) -> Iterator[tuple[int, str, int, str | None]]:
 
 
 def _line_blocks(task: dict) -> Iterator[list[tuple[str, int, str | None]]]:
-    """:func:`task_lines`'s lines, a list per block read."""
+    """:func:`numbered_lines`' (text, characters, problem), a list per block read."""
     limit = task["max_line_chars"]
     keep_bytes = 4 * limit  # enough bytes for ``limit`` characters
     remaining = task["end_byte"] - task["start_byte"]
