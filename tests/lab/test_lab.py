@@ -53,9 +53,12 @@ def _resumed_near(violation: dict, manifest: dict) -> bool:
     when = violation["event_time"]
     if when is None:
         return False
+    # gold's event_time is a Delta timestamp (UTC-adjusted): delta-rs gives it aware, a naive one is UTC too
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=dt.UTC)
     for step in manifest["steps"]:
         if step["step"] == "SIGCONT" and step.get("node") == violation["broker_id"]:
-            resumed = dt.datetime.fromisoformat(step["time"].replace("Z", "+00:00")).replace(tzinfo=None)
+            resumed = dt.datetime.fromisoformat(step["time"].replace("Z", "+00:00"))
             if abs((when - resumed).total_seconds()) <= RESUME_SECONDS:
                 return True
     return False
@@ -68,6 +71,22 @@ def explained(violation: dict, manifest: dict) -> bool:
         return violation["broker_id"] in paused and (
             violation["topic"] == "lab-acks-1" or _resumed_near(violation, manifest))
     return False
+
+
+def test_a_write_answered_on_resume_is_explained_whatever_the_timestamp_kind() -> None:
+    # delta-rs reads gold's event_time as an aware UTC datetime; the lab's manifest writes ISO-8601 with Z
+    manifest = {"steps": [{"step": "SIGSTOP", "node": 1, "time": "2026-12-05T23:38:02.676Z"},
+                          {"step": "SIGCONT", "node": 1, "time": "2026-12-05T23:38:14.676Z"}]}
+    resumed = dt.datetime(2026, 12, 5, 23, 38, 14, 656000, tzinfo=dt.UTC)
+    violation = {"invariant": "write_accepted_by_fenced_leader", "broker_id": 1, "topic": "lab-acks-all",
+                 "event_time": resumed}
+    assert explained(violation, manifest)
+    assert explained({**violation, "event_time": resumed.replace(tzinfo=None)}, manifest)
+    later = resumed + dt.timedelta(seconds=RESUME_SECONDS + 1)
+    assert not explained({**violation, "event_time": later}, manifest)
+    assert not explained({**violation, "broker_id": 2}, manifest)
+    assert explained({**violation, "event_time": later, "topic": "lab-acks-1"}, manifest)
+    assert not explained({**violation, "invariant": "isr_shrink_below_min"}, manifest)
 
 
 def assert_clean_audit(code: int, manifest: dict, lake: Path) -> None:
