@@ -273,3 +273,46 @@ def test_a_chunk_is_plain_only_when_the_guard_would_find_nothing():
     # plain never hides a line the guard stops; a secret hint is no clean chunk
     assert _request_chunk([fetch, fetch.replace('"clientId":"', '"clientId":"Token ', 1)]) == (False, False)
     assert _request_chunk([fetch, fetch[:at] + "1" * 899 + fetch[at:]]) == (True, True)
+
+
+def test_chunks_of_whole_request_lines_read_alike(tmp_path, monkeypatch):
+    """A chunk (``REQUEST_BATCH`` lines) of nothing but whole request lines goes to the waiting batch
+    at once. Among its lines: other APIs (read by the per-line parsers; their events' times raise the
+    file's running max the Arrow-read events' ``own_time`` carries), times going back, a line the
+    guard stops in a chunk otherwise whole, and a continuation line right after a chunk's last line."""
+    from epoch_audit.bronze import log_pass
+
+    whole_chunks = []
+    original = log_pass._whole_request_lines
+    monkeypatch.setattr(log_pass, "_whole_request_lines",
+                        lambda chunk, zone: whole_chunks.append(original(chunk, zone)) or whole_chunks[-1])
+    fast = _messages()
+    others = [line for line in _messages(("LEADER_AND_ISR", "STOP_REPLICA", "METADATA", "ALTER_PARTITION",
+                                          "UPDATE_METADATA")) if '"FETCH"' not in line and '"PRODUCE"' not in line]
+    assert len(fast) >= 30 and len(others) >= 10
+
+    def stamped(line: str, ms: int) -> str:
+        seconds, milli = divmod(ms, 1000)
+        minutes, second = divmod(seconds, 60)
+        return f"[2026-11-20 10:{minutes % 60:02d}:{second:02d},{milli:03d}]" + line[line.index("]") + 1:]
+
+    lines = []
+    for i in range(log_pass.REQUEST_BATCH * 3 + 100):
+        if i % 97 == 5:
+            lines.append(stamped(others[i % len(others)], i * 5 + 20_000))  # ahead of the lines around it
+        elif i % 89 == 7:
+            lines.append(stamped(fast[i % len(fast)], i * 5 - 30_000))  # behind them
+        else:
+            lines.append(stamped(fast[i % len(fast)], i * 5))
+    lines[log_pass.REQUEST_BATCH] = "\tat kafka.server.KafkaApis.handle(KafkaApis.scala:1)"
+    at = lines[2 * log_pass.REQUEST_BATCH + 3].index('"clientId":"') + len('"clientId":"')
+    guarded = 2 * log_pass.REQUEST_BATCH + 3
+    lines[guarded] = lines[guarded][:at] + "x NaN " + lines[guarded][at:]
+    rows, batched = read_both_ways(_write(tmp_path, lines))
+    taken = [entries for entries in whole_chunks if entries is not None]
+    # the first chunk, the third (guarded, not plain) and the fourth; the second starts with a continuation
+    assert len(taken) >= 3
+    assert batched >= len(lines) * 0.8
+    assert sum(r["row_kind"] == "quarantine" for r in rows) == 0
+    events = [r for r in rows if r["row_kind"] == "event"]
+    assert {r["event_type"] for r in events} > {"request_fetch", "request_produce"}

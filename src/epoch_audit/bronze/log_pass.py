@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Iterator
 from functools import lru_cache
 from itertools import islice
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -69,6 +70,7 @@ _HINTS = "|".join(re.escape(hint) for hint in SECRET_HINTS)
 # A secret hint (any case) or what request_log_arrow's guard looks for: a chunk with neither is
 # redacted by nothing and holds no message that guard would stop (one RE2 pass for both)
 _HINTS_OR_GUARDED = f"(?i:{_HINTS})|{request_log_arrow.GUARDED_RE2}"
+_NO_TIME = np.iinfo(np.int64).min  # below every event time: no time yet
 
 
 def _line_row(task: Row, number: int, text: str, chars: int) -> Row:
@@ -189,6 +191,21 @@ def log_file(state: FilePass, lines: Iterable[Line], zone: str, vectorised: bool
         # (other logs' chunks hold no request line: not scanned)
         clean, plain = ((file is not None and any(line[1].endswith(_REQUEST_TAIL) for line in chunk)
                          and _request_chunk([line[1] for line in chunk])) or (False, False))
+        whole = _whole_request_lines(chunk, zone) if clean else None
+        if whole is not None:
+            # every line a record of its own: all but the last complete (the last may yet have continuation lines)
+            if current is not None:
+                finish(current)
+            state.counts["lines_read"] += len(chunk)
+            last = chunk[-1]
+            current = _RequestLine(last[0], last[1], whole[-1][3], plain)
+            pending.extend(whole[:-1])
+            if not plain:
+                pending.guarded += len(whole) - 1
+            if len(pending) >= REQUEST_BATCH:
+                _read_requests(state, pending, file, prov, zone)
+            yield from state.take()
+            continue
         for number, raw_text, chars, read_problem in chunk:
             if clean and read_problem is None and chars == len(raw_text) and raw_text.endswith(_REQUEST_TAIL):
                 found = _REQUEST_START.match(raw_text)
@@ -227,6 +244,28 @@ def log_file(state: FilePass, lines: Iterable[Line], zone: str, vectorised: bool
     yield from state.take()
 
 
+def _whole_request_lines(chunk: list[Line], zone: str) -> list[Pending] | None:
+    """The waiting-batch entries of a clean chunk (:func:`_request_chunk`) when each of its lines is
+    a whole one-line record of the request log's layout that ``finish`` would send there; else None
+    (the chunk is read line by line)."""
+    if not all(problem is None and chars == len(text) and text.endswith(_REQUEST_TAIL)
+               for _, text, chars, problem in chunk):
+        return None
+    starts = [_REQUEST_START.match(text) for _, text, _, _ in chunk]
+    if None in starts:
+        return None
+    tail = len(_REQUEST_TAIL)
+    entries = []
+    for (number, text, _, _), start in zip(chunk, starts, strict=True):
+        level = start[1]
+        second = _second_micros(text[1:20], zone)
+        message = text[27 + len(level):-tail]
+        if second is None or not message.endswith("}"):
+            return None
+        entries.append((number, text, text, level, message, second + int(text[21:24]) * 1000, None))
+    return entries
+
+
 def _batchable_request(row: Row) -> bool:
     """A one-line request-log record :mod:`~epoch_audit.bronze.parsers.request_log_arrow` may read."""
     message = row["message"]
@@ -237,38 +276,53 @@ def _batchable_request(row: Row) -> bool:
 def _read_requests(state: FilePass, pending: _Waiting, file: FileConstants | None,
                    prov: Row, zone: str) -> None:
     """The waiting request records, in line order: those Arrow reads as one event each (their
-    rows one Arrow batch), the others through the per-line parsers; ``pending`` is emptied."""
+    rows one Arrow batch), the others through the per-line parsers; ``pending`` is emptied.
+
+    The events Arrow reads are vouched for by how they are made (one line each, distinct
+    ``sub_index`` within a line), not kept in ``FilePass``'s id set."""
     if not pending:
         return
     parsed = []
     if len(pending) >= REQUEST_BATCH_MIN:  # below, the per-line parser is cheaper than Arrow's calls
         messages = [entry[4] for entry in pending]
         parsed = request_log_arrow.parse_batch(messages, request_log_arrow.eligible_apis(messages, not pending.guarded))
-    subs_of: dict[int, list[int]] = {}  # per record read here: its events' sub_index
+    count = len(pending)
+    read = np.zeros(count, dtype=bool)
     for batch in parsed:
-        for position, sub in zip(batch.positions, batch.subs, strict=True):
-            subs_of.setdefault(position, []).append(sub)
-    own = [0] * len(pending)
-    micros = [0] * len(pending)
-    for i, (number, text, _, _, _, when, row) in enumerate(pending):
-        subs = subs_of.get(i)
-        if subs is None:
+        read[batch.positions] = True
+    # what each record adds to the file's running max event time, in line order: a read record its
+    # time; one the per-line parsers read, the max they left where it raised it (its events' time)
+    raised = np.where(read, np.fromiter((entry[5] for entry in pending), np.int64, count), _NO_TIME)
+    seed = _NO_TIME if state.max_micros is None else state.max_micros
+    statuses = state.line_statuses
+    first_status = 0 if statuses is None else len(statuses)
+    unread = np.flatnonzero(~read).tolist()
+    if unread:
+        before_each = np.maximum.accumulate(raised)  # the read records' running max (none unread yet)
+        for i in unread:
+            number, text, _, _, _, _, row = pending[i]
+            if i > 0 and before_each[i - 1] != _NO_TIME and (
+                    state.max_micros is None or before_each[i - 1] > state.max_micros):
+                state.max_micros = int(before_each[i - 1])  # as the records before it in line order left it
+            before = state.max_micros
             if row is None:
                 row = record_row(Record(MarkedLine(number, *mark(text))), prov, zone)
             settle_record(state, row, [(number, text)])
-            continue
-        micros[i] = when
-        if state.max_micros is None or when > state.max_micros:
-            state.max_micros = when
-        own[i] = state.max_micros
-        for sub in sorted(subs):
-            state.vouch(number, sub)
-        state.status(number, text, "parsed")
+            if state.max_micros != before:
+                raised[i] = state.max_micros
+    running = np.maximum.accumulate(np.concatenate([[seed], raised]))[1:]
+    if count and running[-1] != _NO_TIME:
+        state.max_micros = int(running[-1])
+    read_at = np.flatnonzero(read)
+    state.counts["parsed"] += len(read_at)
+    if statuses is not None:  # the audit trail in line order, the per-line parsers' statuses among them
+        read_statuses = [(pending[i][0], "parsed", None) for i in read_at.tolist()]
+        statuses[first_status:] = sorted(statuses[first_status:] + read_statuses, key=lambda status: status[0])
     for batch in parsed:
+        at = np.asarray(batch.positions, dtype=np.int64)
         chosen = [pending[p] for p in batch.positions]
         state.out.append(request_log_arrow.event_batch(
-            batch, file, [entry[0] for entry in chosen], [micros[p] for p in batch.positions],
-            [own[p] for p in batch.positions], [entry[3] for entry in chosen],
+            batch, file, [entry[0] for entry in chosen], raised[at], running[at], [entry[3] for entry in chosen],
             [fanout_raw(entry[2], sub) for entry, sub in zip(chosen, batch.subs, strict=True)], PASS_ARROW_SCHEMA))
     pending.clear()
     pending.guarded = 0
