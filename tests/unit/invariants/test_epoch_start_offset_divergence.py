@@ -39,3 +39,32 @@ def test_div_dump_first_batch_needs_visible_boundary(results):
 def test_div_same_offset_different_epoch_below_hw(results):
     rs = rows(results, "div_same_offset_below_hw", "epoch_start_offset_divergence")
     assert [(r["partition"], r["broker_id"], r["leader_epoch"], r["expected_epoch"]) for r in rs] == [(0, 2, 5, 6)]
+
+
+def test_the_reference_starts_are_kept_by_the_context_and_released_with_it(spark, offsets_results):
+    """Both rules read the reference starts: kept once by the check context in a long run (two
+    readers), and nothing of them stays cached once the stage releases the context."""
+    from epoch_audit.gold.context import check_context
+    from epoch_audit.gold.invariants import epoch_start_offset_divergence as esod
+    from tests.builders.epoch_events import H, to_frames
+    from tests.helpers import short_run_session
+    from tests.unit.invariants.cases_offsets import SCENARIOS
+
+    histories = []
+    for name, build in SCENARIOS.items():
+        histories.append(H(name))
+        build(histories[-1])
+    events, timeline = to_frames(spark, histories)
+    persistent = spark.sparkContext._jsc.getPersistentRDDs
+    with short_run_session(spark, False):
+        ctx = check_context(events, {"partition_timeline": timeline})
+        found = esod.check(ctx).collect()
+        expected = [r for rs in offsets_results[0].values() for r in rs
+                    if r["invariant"] == "epoch_start_offset_divergence"]
+        assert len(found) == len(expected) > 0
+        (kept,) = ctx._persisted  # the reference starts, persisted once for both rules
+        assert kept.storageLevel.useMemory
+        cached = persistent().size()
+        ctx.release()
+        assert not kept.storageLevel.useMemory
+        assert persistent().size() == cached - 1

@@ -271,5 +271,6 @@ def _same_offset_rule(ctx: CheckContext, refs: DataFrame) -> DataFrame:
 def check(ctx: CheckContext) -> DataFrame:
     """Replicas that disagree with the reference start of an epoch, then replicas holding batches
     of different epochs at one offset below both their high watermarks."""
-    refs = reference_starts(ctx).cache()  # read by both rules
+    # read by both rules: kept once by the context, released with it when the stage ends
+    refs = ctx.shared(reference_starts, checks=2)
     return _start_rule(ctx, refs).unionByName(_same_offset_rule(ctx, refs))
