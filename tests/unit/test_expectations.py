@@ -354,3 +354,33 @@ def test_unique_query_finds_every_repeated_id_exactly(spark):
         assert sorted(tuple(r) for r in spark.sql(query).collect()) == [("a", "2"), ("c", "3")]
     spark.createDataFrame(ids[5:], "event_id string").createOrReplaceTempView("ea_t_unique_ids")
     assert spark.sql(unique_query("event_id").replace("{batch}", "ea_t_unique_ids")).collect() == [("c", "3")]
+
+
+def test_id_partitions_follow_the_lines_the_validated_ingest_parsed(spark):
+    """One task per 400,000 parsed lines of the validated runs (the ledger, read by the driver), and
+    Spark's own shuffle partitions (None) when they are as many or more."""
+    from dataclasses import replace
+
+    from epoch_audit.validate.base import ValidationSettings
+    from epoch_audit.validate.runner import IDS_PER_TASK, id_partitions
+
+    class Ledger:
+        def __init__(self, rows):
+            self._rows = rows
+
+        def exists(self, table):
+            return self._rows is not None
+
+        def rows(self, table, columns):
+            return [{c: r[c] for c in columns} for r in self._rows]
+
+    shuffle = int(spark.conf.get("spark.sql.shuffle.partitions"))
+    big = (shuffle + 2) * IDS_PER_TASK
+    rows = [{"run_id": "r1", "parsed": big - 5}, {"run_id": "r2", "parsed": 7 * IDS_PER_TASK}, {"run_id": "r2", "parsed": None}]
+    settings = ValidationSettings(run_id="r1")
+    assert id_partitions(spark, Ledger(rows), settings) == shuffle + 2 + 7
+    assert id_partitions(spark, Ledger(rows), replace(settings, this_run_only=True)) == shuffle + 2
+    assert id_partitions(spark, Ledger(rows), replace(settings, run_id="r2", this_run_only=True)) == (
+        7 if 7 > shuffle else None)
+    assert id_partitions(spark, Ledger([{"run_id": "r1", "parsed": shuffle * IDS_PER_TASK}]), settings) is None
+    assert id_partitions(spark, Ledger(None), settings) is None

@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any
 
 from pyspark.sql import SparkSession
-from pyspark.sql import functions as F
 from pyspark.sql.types import (
     ArrayType,
     BooleanType,
@@ -327,10 +326,9 @@ def id_partitions(spark: SparkSession, storage: Any, settings: ValidationSetting
     already give each task no more."""
     if not storage.exists(LEDGER_TABLE):
         return None
-    ledger = storage.read(LEDGER_TABLE)
-    if settings.this_run_only:
-        ledger = ledger.where(F.col("run_id") == settings.run_id)
-    parsed = ledger.agg(F.sum("parsed")).collect()[0][0] or 0
+    # a small table: read by the driver where the engine can (no Spark job for one sum)
+    parsed = sum(r["parsed"] or 0 for r in storage.rows(LEDGER_TABLE, ["run_id", "parsed"])
+                 if not settings.this_run_only or r["run_id"] == settings.run_id)
     tasks = -(-int(parsed) // IDS_PER_TASK)
     return tasks if tasks > int(spark.conf.get("spark.sql.shuffle.partitions", "200")) else None
 
