@@ -103,6 +103,26 @@ def test_a_partition_past_the_buffer_is_written_in_row_groups(tmp_path, monkeypa
     assert '"minValues": {"n": 0' in file_stats(meta) and '"maxValues": {"n": 199' in file_stats(meta)
 
 
+def test_columns_of_one_value_a_row_are_written_without_a_dictionary(tmp_path):
+    from epoch_audit.bronze.single_pass import PASS_ARROW_SCHEMA, STAGED_PARTITIONS
+
+    writer = HiveParquetWriter(str(tmp_path), PASS_ARROW_SCHEMA, STAGED_PARTITIONS, "part-x")
+    rows = [{"event_id": f"{i:064x}", "event_type": "request_fetch", "raw": f"line {i}", "isr": [1, 2],
+             "details": {"acks": "-1", "session_epoch": str(i)}} for i in range(100)]
+    batch = pa.RecordBatch.from_pylist(rows, schema=writer.file_schema)
+    writer.write(tuple("x" for _ in STAGED_PARTITIONS), batch)
+    (relative, n), = writer.close()
+    meta = pq.read_metadata(tmp_path / relative)
+    columns = {meta.row_group(0).column(j).path_in_schema: meta.row_group(0).column(j) for j in range(meta.num_columns)}
+    # every leaf path the properties name is one the file has (a name that matched no leaf would fall silently)
+    assert set(staging.NO_DICTIONARY) <= set(columns)
+    dictionary = {path for path, c in columns.items() if "RLE_DICTIONARY" in c.encodings}
+    assert dictionary.isdisjoint(staging.NO_DICTIONARY)
+    assert {"event_type", "isr.list.element", "details.key_value.key"} <= dictionary
+    assert all(c.is_stats_set for c in columns.values())
+    assert n == 100 and pq.read_table(tmp_path / relative).column("event_id").to_pylist() == [r["event_id"] for r in rows]
+
+
 @pytest.mark.parametrize("listed", [set(), {"k=a/kept.parquet"}])
 def test_files_no_finished_task_lists_are_removed(tmp_path, listed):
     for rel in ("k=a/kept.parquet", "k=b/dead-attempt.parquet", "_SUCCESS"):

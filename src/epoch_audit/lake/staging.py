@@ -63,6 +63,29 @@ HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
 # partition value are written %XX in its directory name; everything else as it is.
 _ESCAPED = frozenset([*map(chr, range(1, 0x20)), *"\"#%'*/:=?\\\x7f{[]^"])
 ROW_GROUP_BYTES = 32 << 20  # a partition's rows are buffered up to this much Arrow memory, then written
+# Columns (Parquet leaf paths) with about one value a row: a dictionary for them is built until its
+# page overflows and then dropped. Writing the 10^6 bench's bronze without one took 1.8 CPU s instead of
+# 2.05, the files 1 % larger. (Statistics stay, ``raw``'s too: the Delta log's file statistics are those
+# of Spark's own write, ``test_workers_stage_what_sparks_write_staged``.)
+NO_DICTIONARY = frozenset({"event_id", "raw", "event_time", "own_time", "create_time_ms", "details.key_value.value"})
+
+
+def leaf_paths(field: pa.Field) -> list[str]:
+    """The Parquet column paths of ``field`` as pyarrow's writer names them (``isr.list.element``,
+    ``details.key_value.key``): per-column writer properties name leaves, not top-level fields."""
+    kind = field.type
+    if pa.types.is_map(kind):
+        return [f"{field.name}.key_value.key", f"{field.name}.key_value.value"]
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind):
+        return [f"{field.name}.list.{p}" for p in leaf_paths(pa.field("element", kind.value_type))]
+    if pa.types.is_struct(kind):
+        return [f"{field.name}.{p}" for p in (path for child in kind for path in leaf_paths(child))]
+    return [field.name]
+
+
+def column_properties(schema: pa.Schema) -> dict[str, list[str]]:
+    """``use_dictionary`` for a file of ``schema``: every leaf but those of :data:`NO_DICTIONARY`."""
+    return {"use_dictionary": [p for f in schema for p in leaf_paths(f) if p not in NO_DICTIONARY]}
 
 
 def hive_dir(columns: Sequence[str], values: Sequence[object]) -> str:
@@ -92,6 +115,7 @@ class HiveParquetWriter:
         self._pending_bytes: dict[tuple, int] = {}
         self._writers: dict[tuple, tuple[str, pq.ParquetWriter]] = {}
         self._rows: dict[tuple, int] = {}
+        self._properties = column_properties(self.file_schema)
 
     def write(self, values: tuple, batch: pa.RecordBatch) -> None:
         """Rows of one partition (``values`` of the partition columns; ``batch`` in ``file_schema``)."""
@@ -112,7 +136,7 @@ class HiveParquetWriter:
             if isinstance(self.fs, pafs.LocalFileSystem):
                 self.fs.create_dir(where.rsplit("/", 1)[0], recursive=True)
             writer = pq.ParquetWriter(where, self.file_schema, filesystem=self.fs, compression="snappy",
-                                      coerce_timestamps="us", store_schema=False)
+                                      coerce_timestamps="us", store_schema=False, **self._properties)
             self._writers[values] = (relative, writer)
         self._writers[values][1].write_table(pa.Table.from_batches(batches, self.file_schema),
                                              row_group_size=sum(b.num_rows for b in batches))
