@@ -108,3 +108,16 @@ def test_shared_analysis_persisted_in_a_long_run_only_when_several_queries_read_
         kept = check_context(epochs, silver).shared(ranked)
         assert "Window" not in kept._jdf.queryExecution().optimizedPlan().toString()
         assert sorted(kept.collect()) == expected
+
+
+def test_the_broker_views_a_context_builds_are_cached_until_it_is_released(spark):
+    from epoch_audit.contracts.events import EVENT_SCHEMA
+    from epoch_audit.gold.context import TIMELINE_TABLES, check_context
+    from epoch_audit.silver.tables import SILVER_TABLES
+
+    ctx = check_context(spark.createDataFrame([], EVENT_SCHEMA))
+    views = [ctx.silver[name] for name in SILVER_TABLES if name not in TIMELINE_TABLES]
+    assert views and all(view.storageLevel.useMemory for view in views)
+    assert not any(ctx.silver[name].storageLevel.useMemory for name in TIMELINE_TABLES)
+    ctx.release()
+    assert not any(view.storageLevel.useMemory for view in views)

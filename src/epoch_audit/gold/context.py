@@ -80,7 +80,8 @@ class CheckContext:
             return self._analyses[build]
 
     def release(self) -> None:
-        """Drop what :meth:`shared` kept (a long run's persisted analyses): call when the stage ends."""
+        """Drop what :meth:`shared` kept (a long run's persisted analyses) and the broker views
+        :func:`check_context` built and cached: call when the stage ends."""
         with self._lock:
             for df in self._persisted:
                 df.unpersist()
@@ -117,11 +118,17 @@ def check_context(
     """
     config = config or CheckConfig()
     tables = dict(silver or {})
+    cached = []
     for name, build in SILVER_TABLES.items():
         if name not in tables:
             built = build(events, config)
-            tables[name] = built if name in TIMELINE_TABLES else built.cache()
-    return CheckContext(
+            if name not in TIMELINE_TABLES:
+                built = built.cache()
+                cached.append(built)
+            tables[name] = built
+    ctx = CheckContext(
         events=events, silver=tables, config=config, absent_types=absent_types,
         carry_horizons=dict(carry_horizons or {}),
     )
+    ctx._persisted.extend(cached)  # released with the context's analyses
+    return ctx
