@@ -57,22 +57,42 @@ def isr_joins(timeline: DataFrame, registrations: DataFrame) -> DataFrame:
     ).drop("b_cluster", "replica_b", "b_from", "b_to", "_prev_isr", "_prev_end")
 
 
+# The probes read the caught-up fetches compacted (:func:`probe_times`): per (leader, replica,
+# partition, topic, replica epoch) the last fetch of each minute no probe of that place falls in, and
+# of each stretch of a minute between two of its probes' times.
+COMPACT_MICROS = 60 * 1_000_000
+PROBE_PLACE = ["_cluster", "_leader", "_replica", "_partition"]
+PROBE_KEY = [*PROBE_PLACE, "_topic"]
+PROBE = ["_join_id", "replica", "_kind", "_topic"]
+
+
 def fetch_probes(candidates: DataFrame, fetches: DataFrame, skew_s: float) -> DataFrame:
     """Per ISR join (``_join_id``, replica), probe (``_kind`` 1: at the commit, 2: at the commit plus
     the skew tolerance) and topic key it matched by (id or name, :func:`_topic_keys`): ``_F`` the
     replica's last caught-up fetch to the leader for the partition at or before the probe (struct
     of time, event id, replica epoch), ``_S`` the last one whose replica epoch is the join's
     registered broker epoch, ``_N`` the last one without a replica epoch, and ``_treg`` the
-    registration time.
+    registration time. Only probes with a fetch before them get a row.
 
-    An as-of, not a join: joins and fetches are sorted together per (cluster, leader, replica,
-    partition, topic key) and running maxima carry the fetches forward. Both topic keys go through
-    one window, so the fetches are read and sorted once. (A range join pairs every join with every
-    earlier fetch: at 10^7 events that is tens of millions of rows and exhausted a 1 GB heap.) Only
-    probes with a fetch before them get a row.
-    """
+    :func:`probe_times` finds each answer's time, :func:`probed_fetches` the fetch at that time (the
+    check stage keeps the times once, ``join_probes``: both read them)."""
+    return probed_fetches(probe_times(candidates, fetches, skew_s), fetches)
+
+
+def probe_times(candidates: DataFrame, fetches: DataFrame, skew_s: float) -> DataFrame:
+    """Per probe (:func:`fetch_probes`: ``_join_id``, replica, ``_kind``, ``_topic``), its place and
+    topic key (``_cluster``, ``_leader``, ``_replica``, ``_partition``), the join's registered epoch
+    ``_be``, ``_treg``, and the times (epoch microseconds) of its answers: ``_Ft``, ``_St``, ``_Nt``.
+
+    An as-of, not a join: probes and fetches are sorted together per place and topic key and
+    running maxima carry the fetches' times forward; both topic keys go through one window. (A range
+    join pairs every join with every earlier fetch: at 10^7 events that is tens of millions of rows
+    and exhausted a 1 GB heap.) The fetches are compacted first, in a hash aggregate: of the fetches
+    of one minute that no probe of their place falls in, only the last of each replica epoch can be
+    an answer; a minute a probe falls in is cut at its probes' times (a fetch at a probe's own time
+    counts for it). At 10^7 lines 2.5 million caught-up fetches become about 140k rows, where the
+    sort of all of them (and their shuffle, written twice: SPARK-58767) was most of the check."""
     skew = F.expr(f"make_interval(0,0,0,0,0,0,{skew_s})")
-    key = ["_cluster", "_leader", "_replica", "_partition", "_topic"]
     joins = candidates.select(
         "_join_id",
         "replica",
@@ -81,60 +101,94 @@ def fetch_probes(candidates: DataFrame, fetches: DataFrame, skew_s: float) -> Da
         F.col("replica").alias("_replica"),
         F.col("partition").alias("_partition"),
         F.explode(_topic_keys("topic_id", "topic")).alias("_topic"),
-        F.col("event_time").alias("_time"),
+        F.col("event_time").alias("_at"),
         F.lit(1).alias("_kind"),
         F.col("registered_be").alias("_be"),
         F.col("registered_at_time").alias("_treg"),
     )
     # The same join probed again at commit + skew (kind 2: after the fetches of that instant).
-    joins = joins.unionByName(joins.withColumn("_time", F.col("_time") + skew).withColumn("_kind", F.lit(2)))
-    timed_fetches = fetches.where(F.col("f_time").isNotNull()).select(
+    joins = joins.unionByName(joins.withColumn("_at", F.col("_at") + skew).withColumn("_kind", F.lit(2)))
+    joins = joins.withColumn("_time", F.unix_micros("_at")).drop("_at")
+    minute = F.expr(f"div(_time, {COMPACT_MICROS})")
+    probed_minutes = joins.groupBy(*[F.col(c).alias(f"_p{c}") for c in PROBE_PLACE], minute.alias("_pm")).agg(
+        F.collect_set("_time").alias("_probe_times")
+    )
+    timed = fetches.where(F.col("f_time").isNotNull()).select(
         F.col("f_cluster").alias("_cluster"),
         F.col("f_leader").alias("_leader"),
         F.col("f_replica").alias("_replica"),
         F.col("f_partition").alias("_partition"),
-        F.explode(_topic_keys("f_topic_id", "f_topic")).alias("_topic"),
-        F.col("f_time").alias("_time"),
-        F.lit(0).alias("_kind"),
+        "f_topic",
+        "f_topic_id",
         F.col("f_be").alias("_be"),
-        F.struct("f_time", "f_event_id", "f_be").alias("_fetch"),
+        F.unix_micros("f_time").alias("_time"),
     )
-    # One shuffle by key, read by both windows below (the same exchange, reused: both read the
-    # same columns of it, hence no filter before either window and _treg taken from both).
-    rows = joins.unionByName(timed_fetches, allowMissingColumns=True).repartition(*key)
-    # A fetch logged at the commit's own time counts (f_time <= commit time): fetches sort first.
+    in_probed = [F.col(c) == F.col(f"_p{c}") for c in PROBE_PLACE] + [minute == F.col("_pm")]
+    # the stretch of a probed minute: how many of its probes come before the fetch
+    stretch = F.size(F.filter("_probe_times", lambda t: t < F.col("_time")))
+    compact = (
+        timed.join(F.broadcast(probed_minutes), in_probed, "left")
+        .groupBy(*PROBE_PLACE, "f_topic", "f_topic_id", "_be", minute.alias("_m"), stretch.alias("_s"))
+        .agg(F.max("_time").alias("_time"))
+        .select(*PROBE_PLACE, F.explode(_topic_keys("f_topic_id", "f_topic")).alias("_topic"), "_be", "_time",
+                F.lit(0).alias("_kind"))
+    )
+    # One shuffle by key; the second window's key is finer, so it needs none. A fetch logged at the
+    # commit's own time counts (f_time <= commit time): fetches sort first.
+    rows = joins.unionByName(compact, allowMissingColumns=True).repartition(*PROBE_KEY)
     upto = Window.orderBy("_time", "_kind").rowsBetween(Window.unboundedPreceding, Window.currentRow)
-    is_fetch = F.col("_kind") == 0
-    probe = ["_join_id", "replica", "_kind", "_topic"]
-    # Two windows, each in its own task, their probe rows joined: one window sorting its output
-    # again for the other made the first one's buffer (a key's every fetch) and the second sort
-    # spill each other in one task into hundreds of files, and a 1 GB heap ran out reading them
-    # back. _F and _N in one select share one window operator (one buffer of the key's rows).
-    in_key = upto.partitionBy(*key)
-    by_key = (
+    fetch_time = F.when(F.col("_kind") == 0, F.col("_time"))
+    in_key, in_epoch = upto.partitionBy(*PROBE_KEY), upto.partitionBy(*PROBE_KEY, "_be")
+    # Rows without a replica epoch form their own group in the second window, with _St null.
+    return (
         rows.select(
             "*",
-            F.max("_fetch").over(in_key).alias("_F"),
-            F.max(F.when(is_fetch & F.col("_be").isNull(), F.col("_fetch"))).over(in_key).alias("_N"),
+            F.max(fetch_time).over(in_key).alias("_Ft"),
+            F.max(F.when(F.col("_be").isNull(), fetch_time)).over(in_key).alias("_Nt"),
         )
-        .where((F.col("_kind") >= 1) & F.col("_F").isNotNull())
-        .select(*probe, "_F", "_N", "_treg")
+        .select("*", F.max(F.when(F.col("_be").isNotNull(), fetch_time)).over(in_epoch).alias("_St"))
+        .where((F.col("_kind") >= 1) & F.col("_Ft").isNotNull())
+        .select(*PROBE, *PROBE_PLACE, "_be", "_treg", "_Ft", "_St", "_Nt")
     )
-    # Rows without a replica epoch form their own group here, with _S null.
-    in_epoch = upto.partitionBy(*key, "_be")
-    by_epoch = (
-        rows.withColumn("_S", F.max(F.when(is_fetch & F.col("_be").isNotNull(), F.col("_fetch"))).over(in_epoch))
-        .where(F.col("_kind") >= 1)
-        .select(*probe, "_S", F.col("_treg").alias("_treg_s"))
+
+
+def probed_fetches(times: DataFrame, fetches: DataFrame) -> DataFrame:
+    """:func:`fetch_probes`' rows from :func:`probe_times`' ``times`` (read twice): each answer is the
+    largest (time, event id, replica epoch) of the fetches of its place and topic key at its time
+    (of the registered epoch for ``_S``, without one for ``_N``): what the window over every fetch's
+    struct picked. The fetches are looked up by place and time (broadcast), not shuffled."""
+    asked = times.select(
+        *PROBE, *PROBE_PLACE, "_be", "_treg",
+        F.explode(F.array(*[F.struct(F.lit(w).alias("w"), F.col(f"_{w}t").alias("t")) for w in "FSN"])).alias("_a"),
+    ).where(F.col("_a.t").isNotNull()).select(
+        *PROBE, *[F.col(c).alias(f"_q{c}") for c in PROBE_PLACE], "_be", "_treg",
+        F.col("_a.w").alias("_w"), F.col("_a.t").alias("_t"),
     )
-    # Null-safe, so Spark infers no not-null filter on by_epoch's keys (pushed below its window and
-    # shuffle, it would make that shuffle another one).
-    same_probe = [F.col(f"k.{c}").eqNullSafe(F.col(f"e.{c}")) for c in probe]
-    return by_key.alias("k").join(by_epoch.alias("e"), same_probe, "left").select(
-        *[F.col(f"k.{c}") for c in ("_join_id", "replica", "_kind", "_F")],
-        F.col("e._S"),
-        F.col("k._N"),
-        F.coalesce(F.col("k._treg"), F.col("e._treg_s")).alias("_treg"),
+    answered = (
+        times.select(*[F.col(c).alias(f"_r{c}") for c in PROBE_PLACE],
+                     F.explode(F.array("_Ft", "_St", "_Nt")).alias("_rt"))
+        .where(F.col("_rt").isNotNull())
+        .distinct()
+    )
+    at_answer = [F.col(f"f{c}") == F.col(f"_r{c}") for c in ("_cluster", "_leader", "_replica", "_partition")]
+    found = fetches.join(F.broadcast(answered), [*at_answer, F.unix_micros("f_time") == F.col("_rt")], "left_semi")
+    found = found.select(
+        *[F.col(f"f{c}").alias(f"_x{c}") for c in PROBE_PLACE],
+        F.explode(_topic_keys("f_topic_id", "f_topic")).alias("_x_topic"),
+        F.unix_micros("f_time").alias("_x_time"),
+        F.struct("f_time", "f_event_id", "f_be").alias("_fetch"),
+    )
+    same = [F.col(f"_q{c}") == F.col(f"_x{c}") for c in PROBE_PLACE] + [
+        F.col("_topic") == F.col("_x_topic"),
+        F.col("_t") == F.col("_x_time"),
+        (F.col("_w") == "F")
+        | ((F.col("_w") == "N") & F.col("_fetch.f_be").isNull())
+        | ((F.col("_w") == "S") & (F.col("_fetch.f_be") == F.col("_be"))),
+    ]
+    picked = asked.join(found, same).groupBy(*PROBE, "_be", "_treg", "_w").agg(F.max("_fetch").alias("_m"))
+    answer = {w: F.max(F.when(F.col("_w") == w, F.col("_m"))).alias(f"_{w}") for w in "FSN"}
+    return picked.groupBy(*PROBE, "_be", "_treg").agg(*answer.values()).select(
+        "_join_id", "replica", "_kind", "_F", "_S", "_N", "_treg"
     )
 
 
@@ -195,8 +249,14 @@ def join_probes(ctx: CheckContext) -> DataFrame:
     """:func:`fetch_probes` of every probed join (:func:`probed_joins`): what the ISR check reads for
     rule 2 and what its carry keeps the picked fetches of (one computation for both, ``ctx.shared``).
     Probes of different joins never meet, so the check's answers are those of its own candidates."""
+    return probed_fetches(ctx.shared(probe_times_of, checks=2), ctx.shared(caught_up_fetches_of))
+
+
+def probe_times_of(ctx: CheckContext) -> DataFrame:
+    """:func:`probe_times` of every probed join (:func:`probed_joins`), kept: :func:`probed_fetches`
+    reads them twice."""
     joins = probed_joins(ctx.shared(joins_of))
-    return fetch_probes(joins, ctx.shared(caught_up_fetches_of), ctx.config.max_clock_skew_ms / 1000.0)
+    return probe_times(joins, ctx.shared(caught_up_fetches_of), ctx.config.max_clock_skew_ms / 1000.0)
 
 
 # Not an event type, a kind of event the check stage asks about as it asks about types (the registry's
