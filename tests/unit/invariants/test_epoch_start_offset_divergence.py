@@ -65,7 +65,9 @@ def test_the_reference_starts_are_kept_by_the_context_and_released_with_it(spark
                     if r["invariant"] == "epoch_start_offset_divergence"]
         assert len(found) == len(expected) > 0
         (kept,) = [df for df in ctx._persisted if not any(df is v for v in views)]  # persisted once for both rules
-        assert kept.storageLevel.useMemory
+        assert kept.storageLevel.useMemory and views and all(v.storageLevel.useMemory for v in views)
         ctx.release()
-        assert not kept.storageLevel.useMemory
-        assert persistent().size() == cached_before  # nothing the context kept stays cached
+        # nothing the context kept stays cached (Spark's cleaner may meanwhile drop other tests' RDDs
+        # whose frames were collected: the count can only fall)
+        assert not any(df.storageLevel.useMemory for df in [kept, *views])
+        assert persistent().size() <= cached_before

@@ -111,3 +111,31 @@ def test_spans_read_the_last_marker_before(spark):
             want.add((pid, before[-1][5]))
     assert want and got == want
     assert {("p4-1", "m4-0"), ("p4-2", "m4-0"), ("p4-3", "m4-0"), ("p4-5", "m4-2")} <= got
+
+
+def test_next_starts_are_the_smallest_start_of_a_later_epoch(spark):
+    """The offset rule's threshold per epoch (``_next_starts``, a running minimum down the epochs)
+    must be what pairing the epoch with every later epoch's start and taking the smallest finds:
+    random partitions with starts at, above and below their epochs, several starts per epoch, starts
+    smaller at higher epochs, and null keys, which meet nothing."""
+    import random
+
+    from epoch_audit.gold.invariants.write_accepted_by_fenced_leader import _next_starts
+
+    rng = random.Random(11)
+    keys = [("c", "t", 0), ("c", "t", 1), ("c", "u", 0), ("c", None, 0)]
+    epochs = sorted({(*rng.choice(keys), rng.choice([None, *range(12)])) for _ in range(40)}, key=str)
+    starts = [(*rng.choice(keys), rng.choice([None, *range(12)]), rng.randrange(0, 500), f"s{n:03d}")
+              for n in range(60)]
+    got = sorted(map(tuple, _next_starts(
+        spark.createDataFrame(epochs, "cluster_id string, topic string, partition int, leader_epoch int"),
+        spark.createDataFrame(starts, "cluster_id string, topic string, partition int, leader_epoch int, "
+                                      "start long, start_event string"),
+    ).select("cluster_id", "topic", "partition", "leader_epoch", "thr", "next_epoch", "thr_event").collect()))
+    expected = []
+    for c, t, p, e in epochs:
+        later = [(s, le, ev) for c2, t2, p2, le, s, ev in starts
+                 if None not in (c, t, p, e, le) and (c2, t2, p2) == (c, t, p) and le > e]
+        if later:
+            expected.append((c, t, p, e, *min(later)))
+    assert len(expected) > 10 and got == sorted(expected)
