@@ -135,11 +135,14 @@ def absent_event_types(
                         .distinct().collect()}
     absent = set(wanted) - present
     # The kinds that are not types (traffic kinds), asked by the checks that will run: a query each
-    # that stops at the first row.
+    # that stops at the first row, and reads only the columns its condition does (the rows themselves
+    # read every column of every traffic event where none is found: 14 s of task time at 10^7 lines,
+    # before any check could start).
     for spec in runnable_checks(specs, frozenset(absent)):
         for kind in spec.asks:
             if kind in ASKED_KINDS and kind not in absent and kind not in present:
-                found = ASKED_KINDS[kind](events if traffic is None else traffic).limit(1).collect()
+                rows = ASKED_KINDS[kind](events if traffic is None else traffic)
+                found = rows.select(F.lit(True).alias("found")).limit(1).collect()
                 (present if found else absent).add(kind)
     return frozenset(absent)
 
