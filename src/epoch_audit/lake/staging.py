@@ -83,9 +83,9 @@ def leaf_paths(field: pa.Field) -> list[str]:
     return [field.name]
 
 
-def column_properties(schema: pa.Schema) -> dict[str, list[str]]:
-    """``use_dictionary`` for a file of ``schema``: every leaf but those of :data:`NO_DICTIONARY`."""
-    return {"use_dictionary": [p for f in schema for p in leaf_paths(f) if p not in NO_DICTIONARY]}
+def dictionary_columns(schema: pa.Schema) -> list[str]:
+    """The leaves of ``schema`` written with a dictionary (``use_dictionary``): all but :data:`NO_DICTIONARY`."""
+    return [p for f in schema for p in leaf_paths(f) if p not in NO_DICTIONARY]
 
 
 def hive_dir(columns: Sequence[str], values: Sequence[object]) -> str:
@@ -115,7 +115,7 @@ class HiveParquetWriter:
         self._pending_bytes: dict[tuple, int] = {}
         self._writers: dict[tuple, tuple[str, pq.ParquetWriter]] = {}
         self._rows: dict[tuple, int] = {}
-        self._properties = column_properties(self.file_schema)
+        self._dictionary = dictionary_columns(self.file_schema)
 
     def write(self, values: tuple, batch: pa.RecordBatch) -> None:
         """Rows of one partition (``values`` of the partition columns; ``batch`` in ``file_schema``)."""
@@ -136,7 +136,7 @@ class HiveParquetWriter:
             if isinstance(self.fs, pafs.LocalFileSystem):
                 self.fs.create_dir(where.rsplit("/", 1)[0], recursive=True)
             writer = pq.ParquetWriter(where, self.file_schema, filesystem=self.fs, compression="snappy",
-                                      coerce_timestamps="us", store_schema=False, **self._properties)
+                                      coerce_timestamps="us", store_schema=False, use_dictionary=self._dictionary)
             self._writers[values] = (relative, writer)
         self._writers[values][1].write_table(pa.Table.from_batches(batches, self.file_schema),
                                              row_group_size=sum(b.num_rows for b in batches))
