@@ -271,7 +271,7 @@ def _run_pipeline(args: argparse.Namespace, stages: list[str], console: Any = No
     from epoch_audit.config import load_config, validate_config
     from epoch_audit.console import RunProgress
     from epoch_audit.lake.storage import crash_point, open_storage
-    from epoch_audit.spark import get_spark, is_connect, is_short_run
+    from epoch_audit.spark import get_spark, is_below, is_connect, run_weight
 
     started_at = dt.datetime.now(dt.UTC).replace(tzinfo=None)
     window = input_window(getattr(args, "since", None), getattr(args, "date", None))
@@ -320,9 +320,14 @@ def _run_pipeline(args: argparse.Namespace, stages: list[str], console: Any = No
     sized = [p for p in inputs if not objstore.is_remote(str(p)) and (unbounded or in_window(p, window))] + [
         u for u in getattr(args, "input", None) or [] if objstore.is_remote(u)]
     lag = config.incremental.traffic_lag_minutes if config.incremental.carry_traffic else None
-    short = embedded and is_short_run(sized, args.lake, config.spark.short_run_max_bytes, lag)
+    sizing = embedded and (config.spark.short_run_max_bytes > 0 or config.spark.c2_min_bytes > 0)
+    weight = run_weight(sized, args.lake, lag) if sizing else None
+    short = is_below(weight, config.spark.short_run_max_bytes)
+    c2_compiler = not short and not is_below(weight, config.spark.c2_min_bytes)
     if short:
         log.debug("short run: JVM without C2, Spark without generated code (under spark.short_run_max_bytes)")
+    elif not c2_compiler:
+        log.debug("mid-size run: JVM without C2 (under spark.c2_min_bytes)")
     extra_conf, packages = dict(config.spark.conf), []
     if embedded and config.storage.engine == "delta-spark":  # an embedded session loads Delta
         from epoch_audit.lake.delta_spark import delta_session_conf
@@ -338,7 +343,7 @@ def _run_pipeline(args: argparse.Namespace, stages: list[str], console: Any = No
     _import_in_background(stages)
     spark = get_spark(
         config.spark.master, config.spark.driver_memory, extra_conf, short_run=short, packages=packages,
-        remote=remote,
+        remote=remote, c2_compiler=c2_compiler,
     )
     # first thing, so a scheduler's log shows which session the run got (spark-submit's, or a local one)
     master = f"spark-connect {remote}" if is_connect(spark) else spark.sparkContext.master
@@ -352,7 +357,8 @@ def _run_pipeline(args: argparse.Namespace, stages: list[str], console: Any = No
     upgrade_lake(spark, storage)  # an older build's tables get this build's columns first
 
     summary: dict[str, Any] = {
-        "run_id": run_id, "lake": args.lake, "engine": storage.engine, "short_run": short, "stages": {}
+        "run_id": run_id, "lake": args.lake, "engine": storage.engine, "short_run": short,
+        "c2_compiler": c2_compiler, "stages": {}
     }
     exit_code = EXIT_OK
     expected = _previous_stage_seconds(spark, storage, args.command) if console is not None else {}

@@ -91,6 +91,10 @@ class SparkConf(_Section):
     # A local run whose input files and local bronze events together hold fewer bytes starts its
     # JVM for a short run (epoch_audit.spark.SHORT_RUN): compiling costs it more than running. 0: never.
     short_run_max_bytes: NonNegativeInt = 64 * 1024 * 1024
+    # A longer local run weighed the same way keeps the JIT's C2 compiler from this many bytes on;
+    # below, C1 alone (epoch_audit.spark.MID_RUN_JAVA_OPTIONS): C2's compiling costs a mid-size run
+    # more than its faster code saves. 0: always C2.
+    c2_min_bytes: NonNegativeInt = 2 * 1024 * 1024 * 1024
     # Independent queries a stage submits at once from its own threads (the checks, the silver
     # tables): the driver plans one while the executors run another. 1: one at a time.
     concurrent_queries: int = Field(2, ge=1)

@@ -86,6 +86,12 @@ SHORT_RUN_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m
 # times the usual counts (CompileThresholdScaling) compiles only what stays hot: 52 CPU s there,
 # the stage 2–3 s shorter (the timelines' too).
 LONG_RUN_JAVA_OPTIONS = "-XX:+UseParallelGC -XX:CompileThresholdScaling=3"
+# A mid-size run (above the short-run limit, below ``spark.c2_min_bytes``) keeps Spark's generated
+# code but not C2: at 10^6 lines (666 MB of logs) C2's threads took 24 of the check stage's 118 JVM
+# CPU s and 17 of the timelines' 79 while the tasks' own CPU was 14 and 8; with C1 alone the stages
+# took 27.8 s against 33.4 and 17.5 against 21.2, the tasks no slower. At 10^7 lines the same
+# switch made the check stage's tasks 132 CPU s against 77 (98.5 s against 88.2): C2 pays there.
+MID_RUN_JAVA_OPTIONS = "-XX:+UseParallelGC -XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m"
 
 
 def short_run_java_options(driver_memory: str) -> str:
@@ -99,9 +105,23 @@ def short_run_java_options(driver_memory: str) -> str:
     return f"{SHORT_RUN_JAVA_OPTIONS} -Xms{driver_memory if size <= 2**31 else '2g'}"
 
 
-def run_java_options(short_run: bool, driver_memory: str) -> str:
-    """The JVM options of a local session we launch: :func:`short_run_java_options`, or a long run's."""
-    return short_run_java_options(driver_memory) if short_run else LONG_RUN_JAVA_OPTIONS
+def run_java_options(short_run: bool, driver_memory: str, c2_compiler: bool = True) -> str:
+    """The JVM options of a local session we launch: :func:`short_run_java_options`, or a long
+    run's (a mid-size run's without the C2 compiler when ``c2_compiler`` is false)."""
+    if short_run:
+        return short_run_java_options(driver_memory)
+    return LONG_RUN_JAVA_OPTIONS if c2_compiler else MID_RUN_JAVA_OPTIONS
+
+
+# Spark's cache of compiled generated classes, in every run that generates code. It keeps 100 by
+# default, and a stage compiles more than that: the check stage at 10^6 lines compiled 929 classes
+# (Janino, about 16 ms each, on the threads that plan the queries), 773 of them distinct once the
+# cache held them all, and 652 once the codegen stage's number (which differs between queries that
+# generate the same code) was left out of the class name. The check stage 37-39 s → 31-34 s.
+CODEGEN_CONF: dict[str, str] = {
+    "spark.sql.codegen.cache.maxEntries": "4096",
+    "spark.sql.codegen.useIdInClassName": "false",
+}
 
 
 SHORT_RUN_CONF: dict[str, str] = {
@@ -222,26 +242,35 @@ def bronze_as_input_bytes(events: Path, traffic_lag_minutes: int | None) -> int:
     )
 
 
-def is_short_run(inputs: list[Path | str], lake: str, max_bytes: int, traffic_lag_minutes: int | None = None) -> bool:
-    """Whether a local run over ``inputs`` (the files it reads: a ``--date`` night's deliveries, not
-    the whole tree) into ``lake`` is short: they and the lake's bronze events the stages read
-    (:func:`bronze_as_input_bytes`) weigh less than ``max_bytes`` bytes. An S3 input or lake is sized
-    by listing it (its objects' sizes come with the listing); another store's: never short."""
+def run_weight(inputs: list[Path | str], lake: str, traffic_lag_minutes: int | None = None) -> int | None:
+    """What a local run over ``inputs`` (the files it reads: a ``--date`` night's deliveries, not
+    the whole tree) into ``lake`` weighs in bytes: the files and the lake's bronze events the stages
+    read (:func:`bronze_as_input_bytes`). An S3 input or lake is sized by listing it (its objects'
+    sizes come with the listing); another store's: None (not sized)."""
     from epoch_audit import objstore
 
-    if max_bytes <= 0:
-        return False
     remote_lake = objstore.is_remote(lake)
     places = [*inputs, objstore.join(lake, "bronze/events")] if remote_lake else list(inputs)
     remote = [p for p in places if isinstance(p, str) and objstore.is_remote(p)]
     if any(objstore.scheme(uri) not in objstore.S3_SCHEMES for uri in remote):
-        return False
+        return None
     try:
         remote_size = store_bytes(remote)
-    except OSError:  # sizes only decide the JVM's settings: unknown is long
-        return False
+    except OSError:  # sizes only decide the JVM's settings: unknown is not sized
+        return None
     lake_size = 0 if remote_lake else bronze_as_input_bytes(Path(lake) / "bronze" / "events", traffic_lag_minutes)
-    return local_bytes([p for p in places if p not in remote]) + lake_size + remote_size < max_bytes
+    return local_bytes([p for p in places if p not in remote]) + lake_size + remote_size
+
+
+def is_short_run(inputs: list[Path | str], lake: str, max_bytes: int, traffic_lag_minutes: int | None = None) -> bool:
+    """Whether a local run over ``inputs`` into ``lake`` is short: it weighs (:func:`run_weight`)
+    less than ``max_bytes`` bytes (0: never short; a run not sized: long)."""
+    return is_below(run_weight(inputs, lake, traffic_lag_minutes) if max_bytes > 0 else None, max_bytes)
+
+
+def is_below(weight: int | None, max_bytes: int) -> bool:
+    """Whether a run of ``weight`` bytes (None: not sized) is under a limit of ``max_bytes`` (0: none is)."""
+    return weight is not None and max_bytes > 0 and weight < max_bytes
 
 
 def is_connect(spark: SparkSession) -> bool:
@@ -266,6 +295,7 @@ def get_spark(
     app_name: str = "epoch-audit",
     short_run: bool = False,
     packages: Sequence[str] = (),
+    c2_compiler: bool = True,
     remote: str | None = None,
     write_class_archive: bool = True,
 ) -> SparkSession:
@@ -274,6 +304,7 @@ def get_spark(
     ``spark.pyspark.python`` is pinned to this interpreter: workers started from another Python
     fail Arrow UDFs with "No module named pyarrow". ``short_run``: a local JVM without the C2
     compiler and Spark without generated code (:data:`SHORT_RUN_CONF`); ``extra_conf`` still wins.
+    ``c2_compiler``: false for a mid-size run (:data:`MID_RUN_JAVA_OPTIONS`).
     ``packages``: Maven coordinates a local session loads (Spark's Ivy, cached in :func:`ivy_cache_dir`).
     ``remote``: a Spark Connect session instead — ``sc://host:port`` (a running server: only
     ``extra_conf`` is sent, as session settings) or ``local[N]`` (PySpark starts a Connect server
@@ -313,9 +344,8 @@ def get_spark(
 
             archive_options, archive_tmp, archive = class_archive.java_options(_find_spark_home(), write_class_archive)
             java_options += archive_options
-        java_options.append(run_java_options(short_run, driver_memory))
-        if short_run:
-            conf.update(SHORT_RUN_CONF)
+        java_options.append(run_java_options(short_run, driver_memory, c2_compiler))
+        conf.update(SHORT_RUN_CONF if short_run else CODEGEN_CONF)
         if java_options:
             conf["spark.driver.extraJavaOptions"] = " ".join(java_options)
         if packages:

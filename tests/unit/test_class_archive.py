@@ -113,6 +113,9 @@ def test_every_local_run_uses_the_parallel_collector() -> None:
             options = run_java_options(short_run, heap).split()
             assert "-XX:+UseParallelGC" in options and "-XX:+UseG1GC" not in options
     assert "TieredStopAtLevel" not in run_java_options(False, "1g")  # a long run keeps C2
+    for heap in ("1g", "2g"):  # a mid-size run: C1 alone, the parallel collector too
+        options = run_java_options(False, heap, c2_compiler=False).split()
+        assert "-XX:TieredStopAtLevel=1" in options and "-XX:+UseParallelGC" in options
 
 
 def _watch_an_ended_process(tmp: Path, final: Path) -> None:

@@ -48,7 +48,7 @@ def test_the_schema_refuses_what_the_models_refuse(tmp_path):
 
 @pytest.mark.parametrize(("text", "says"), [
     ("spark:\n  driver_memory: 3\n", "spark.driver_memory: expected a string, got 3"),
-    ("spark:\n  foo: 1\n", "spark: unknown key 'foo' (known: concurrent_queries, conf, driver_memory, master, remote, "
+    ("spark:\n  foo: 1\n", "spark: unknown key 'foo' (known: c2_min_bytes, concurrent_queries, conf, driver_memory, master, remote, "
                            "short_run_max_bytes)"),
     ("sparks: {}\n", "unknown key 'sparks' (known: alerts, checks, incremental, ingest, maintenance, spark, storage, "
                      "validation)"),

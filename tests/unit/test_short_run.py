@@ -111,11 +111,11 @@ def test_a_nights_window_sizes_its_own_deliveries(tmp_path, monkeypatch):
     _write(tree / "server.log", 100)  # delivered now
     seen: list[list] = []
 
-    def sized(inputs, lake, max_bytes, lag=None):
+    def sized(inputs, lake, lag=None):
         seen.append([Path(p).name for p in inputs])
         raise SystemExit(0)  # the sizing is all this test asks about: stop before Spark starts
 
-    monkeypatch.setattr(spark_module, "is_short_run", sized)
+    monkeypatch.setattr(spark_module, "run_weight", sized)
     today = __import__("datetime").date.today().isoformat()
     for extra in (["--date", today], []):
         try:
@@ -123,3 +123,27 @@ def test_a_nights_window_sizes_its_own_deliveries(tmp_path, monkeypatch):
         except SystemExit:
             pass
     assert seen == [["server.log"], ["server.log", "server.log.2024-03-01-10"]]
+
+
+def test_a_mid_size_run_gets_c1_and_a_long_one_c2(tmp_path, monkeypatch):
+    """Between ``short_run_max_bytes`` and ``c2_min_bytes`` a run keeps generated code but not C2;
+    from ``c2_min_bytes`` on it gets C2; 0 turns the limit off (always C2)."""
+    from epoch_audit import spark as spark_module
+    from epoch_audit.cli import main
+
+    _write(tmp_path / "logs" / "cluster=c1" / "broker-1" / "server.log", 600)
+    started: list[tuple[bool, bool]] = []
+
+    def launch(*args, short_run=False, c2_compiler=True, **kwargs):
+        started.append((short_run, c2_compiler))
+        raise SystemExit(0)  # which JVM is all this test asks about: stop before Spark starts
+
+    monkeypatch.setattr(spark_module, "get_spark", launch)
+    for short_max, c2_min in ((100, 1000), (100, 500), (1000, 2000), (100, 0)):
+        conf = tmp_path / f"conf-{short_max}-{c2_min}.yaml"
+        conf.write_text(f"spark:\n  short_run_max_bytes: {short_max}\n  c2_min_bytes: {c2_min}\n")
+        try:
+            main(["run", "--input", str(tmp_path / "logs"), "--lake", str(tmp_path / "lake"), "--conf", str(conf)])
+        except SystemExit:
+            pass
+    assert started == [(False, False), (False, True), (True, False), (False, True)]

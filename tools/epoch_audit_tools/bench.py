@@ -263,7 +263,7 @@ def run(args: argparse.Namespace) -> int:
     from epoch_audit.config import load_config
     from epoch_audit.errors import UsageError
     from epoch_audit.lake.storage import open_storage
-    from epoch_audit.spark import get_spark
+    from epoch_audit.spark import get_spark, is_below, local_bytes
 
     if args.events < 1000:
         raise UsageError("--events must be at least 1000")
@@ -279,8 +279,10 @@ def run(args: argparse.Namespace) -> int:
     # Before this process starts its Spark: the child has the machine to itself.
     samples = time_samples_run(Path(args.samples_input), work, args.conf, args.profile) if args.samples else None
 
-    # Spark starts before any timing.
-    spark = get_spark(config.spark.master, config.spark.driver_memory, config.spark.conf)
+    # Spark starts before any timing, its JIT chosen as `epoch-audit run` chooses it for the corpus
+    # (a first run: no bronze yet).
+    c2_compiler = not is_below(local_bytes([corpus]), config.spark.c2_min_bytes)
+    spark = get_spark(config.spark.master, config.spark.driver_memory, config.spark.conf, c2_compiler=c2_compiler)
     try:
         jvm_pid: int | None = int(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())
     except Exception:  # a remote driver (Spark Connect): no JVM in reach
@@ -340,7 +342,8 @@ def run(args: argparse.Namespace) -> int:
         "machine": {**machine_facts(spark), "load_average_at_start": load_at_start,
                     "duckdb_settings": duck.get("settings")},
         "config": {"driver_memory": config.spark.driver_memory, "master": config.spark.master,
-                   "storage_engine": storage.engine, "spark_conf": config.spark.conf},
+                   "storage_engine": storage.engine, "spark_conf": config.spark.conf,
+                   "c2_compiler": c2_compiler},
     }
     render_table(result, to_stderr=args.json)
     if args.json:
