@@ -262,12 +262,6 @@ def run_weight(inputs: list[Path | str], lake: str, traffic_lag_minutes: int | N
     return local_bytes([p for p in places if p not in remote]) + lake_size + remote_size
 
 
-def is_short_run(inputs: list[Path | str], lake: str, max_bytes: int, traffic_lag_minutes: int | None = None) -> bool:
-    """Whether a local run over ``inputs`` into ``lake`` is short: it weighs (:func:`run_weight`)
-    less than ``max_bytes`` bytes (0: never short; a run not sized: long)."""
-    return is_below(run_weight(inputs, lake, traffic_lag_minutes) if max_bytes > 0 else None, max_bytes)
-
-
 def is_below(weight: int | None, max_bytes: int) -> bool:
     """Whether a run of ``weight`` bytes (None: not sized) is under a limit of ``max_bytes`` (0: none is)."""
     return weight is not None and max_bytes > 0 and weight < max_bytes
@@ -295,9 +289,9 @@ def get_spark(
     app_name: str = "epoch-audit",
     short_run: bool = False,
     packages: Sequence[str] = (),
-    c2_compiler: bool = True,
     remote: str | None = None,
     write_class_archive: bool = True,
+    c2_compiler: bool = True,
 ) -> SparkSession:
     """Return the active session if there is one (cluster, Databricks), else build one.
 

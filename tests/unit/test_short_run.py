@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from epoch_audit.spark import is_short_run, local_bytes
+from epoch_audit.spark import is_below, local_bytes, run_weight
+
+
+def is_short_run(inputs: list, lake: str, max_bytes: int) -> bool:
+    return is_below(run_weight(inputs, lake), max_bytes)
 
 
 def _write(path: Path, size: int) -> Path:
