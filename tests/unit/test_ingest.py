@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import gzip
+import hashlib
 from pathlib import Path
 
 import pytest
 
-from epoch_audit.bronze.discover import InputError, describe, discover, stream_order
+from epoch_audit.bronze.discover import InputError, completed, describe, discover, plan_reads, stream_order
+from epoch_audit.bronze.read import TO_THE_END
 from epoch_audit.config import AppConfig
 from epoch_audit.lake.storage import DeltaRsStorage
 from epoch_audit.stages.ingest import (
@@ -109,3 +111,58 @@ def test_ingest_accounts_every_line_and_is_idempotent(spark, tmp_path):
     assert files["cluster=c1/broker-2/state-change.log"]["consumed_lines"] == 3
     chunks = [r for r in storage.read(ACCOUNTING_TABLE).collect() if r["source_file"].endswith("broker-2/state-change.log")]
     assert sorted((r["start_line"], r["end_line"]) for r in chunks) == [(1, 2), (3, 3)]
+
+
+def _files_row(storage, suffix: str):
+    (row,) = [r for r in storage.read(FILES_TABLE).collect() if r["source_file"].endswith(suffix)]
+    return row
+
+
+def test_a_compressed_log_is_decompressed_by_the_pass_alone_and_recorded_as_the_plan_would(spark, tmp_path):
+    root = _tree(tmp_path / "in")
+    gz = root / "cluster=c1" / "broker-2" / "server.log.2023-11-02-09.gz"
+    content = gzip.decompress(gz.read_bytes())
+    planned = describe(gz, AppConfig())
+    # the plan reads its head and its trailer only; the pass reads, counts and hashes it
+    assert planned.deferred and planned.size_bytes == -1 and planned.size_hint == len(content)
+    scanned = completed(planned)
+    assert not scanned.deferred and scanned.readable_bytes == len(content)
+    assert scanned.readable_sha256 == hashlib.sha256(content).hexdigest()
+    (task,) = [t for t in plan_reads([planned], {}).tasks]
+    assert task.end_byte == TO_THE_END and task.expected_bytes == len(content)
+
+    storage = DeltaRsStorage(spark, str(tmp_path / "lake"))
+    first = ingest(spark, storage, [str(root)], AppConfig(), "run-1")
+    row = _files_row(storage, "server.log.2023-11-02-09.gz")
+    assert (row["consumed_bytes"], row["prefix_sha256"]) == (len(content), scanned.readable_sha256)
+    assert row["consumed_lines"] == content.count(b"\n")
+
+    # The same file again, and a copy of it in a retry folder: the plan reads both (which copy is
+    # longest, whether it continues what was consumed) and nothing is read twice.
+    retry = root / "cluster=c1" / "retry" / "broker-2" / gz.name
+    retry.write_bytes(gz.read_bytes())
+    again = ingest(spark, storage, [str(root)], AppConfig(), "run-2")
+    assert again.files_read == 0 and again.lines_read == 0
+    assert again.files_skipped == {"duplicate": 2, "unchanged": 3}
+    assert first.files_read == 3
+
+
+def test_a_live_log_rotated_and_compressed_is_read_from_where_it_stopped(spark, tmp_path):
+    host = tmp_path / "in" / "cluster=c1" / "broker-2"
+    host.mkdir(parents=True)
+    live = host / "state-change.log"
+    live.write_text(STOP + IRRELEVANT)
+    storage = DeltaRsStorage(spark, str(tmp_path / "lake"))
+    ingest(spark, storage, [str(tmp_path / "in")], AppConfig(), "night-1")
+    # rotated overnight with one more line, compressed; a new live file starts
+    whole = (STOP + IRRELEVANT + STOP.replace("10:15:04", "10:16:00")).encode()
+    (host / "state-change.log.2023-11-02-10.gz").write_bytes(gzip.compress(whole, mtime=0))
+    live.write_text(IRRELEVANT.replace("09:00:00", "11:00:00"))
+    night = ingest(spark, storage, [str(tmp_path / "in")], AppConfig(), "night-2")
+    assert night.files_read == 2 and night.lines_read == 2  # the rotated file's new line, the new live file's
+    row = _files_row(storage, "state-change.log.2023-11-02-10.gz")
+    assert (row["consumed_bytes"], row["consumed_lines"]) == (len(whole), 3)
+    assert row["prefix_sha256"] == hashlib.sha256(whole).hexdigest()
+    chunks = sorted((r["start_line"], r["end_line"]) for r in storage.read(ACCOUNTING_TABLE).collect()
+                    if "state-change.log" in r["source_file"])
+    assert chunks == [(1, 1), (1, 2), (3, 3)]

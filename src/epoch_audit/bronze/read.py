@@ -3,6 +3,7 @@ block by block so memory stays bounded (the ingest pass, ``bronze.single_pass``,
 
 from __future__ import annotations
 
+import hashlib
 import socket
 from collections.abc import Iterator
 from typing import BinaryIO
@@ -37,9 +38,12 @@ TASK_SCHEMA = StructType(
 )
 
 READ_BLOCK_BYTES = 8 << 20  # the reader streams files: memory stays bounded by blocks, not by file size
+# ``end_byte`` of a compressed log the driver did not decompress (bronze.discover.InputFile.deferred):
+# read to its end; the reader reports what the driver's scan would have (:func:`numbered_lines`)
+TO_THE_END = 1 << 62
 
 
-def numbered_lines(task: dict) -> Iterator[tuple[int, str, int, str | None]]:
+def numbered_lines(task: dict, read: dict | None = None) -> Iterator[tuple[int, str, int, str | None]]:
     """(line number, text, characters, problem) of each line in a task's byte range, numbered from
     its ``start_line`` and read block by block.
 
@@ -51,19 +55,25 @@ def numbered_lines(task: dict) -> Iterator[tuple[int, str, int, str | None]]:
     data ends early (``read_problem``: a truncated gzip) ends with one more line, the text after its
     last newline (possibly empty), carrying that problem: the truncation is quarantined and counted
     as a malformed line. A file that does not open raises :class:`InputUnreadableError`.
+
+    A task read :data:`TO_THE_END` finds its read problem itself, and puts in ``read`` (when given)
+    ``read_bytes`` and ``read_sha256``: how many (decompressed) bytes it read and their SHA-256, the
+    next run's prefix check, as the driver's scan of the file would have given them.
     """
     number = task["start_line"]
-    for block in _line_blocks(task):
+    for block in _line_blocks(task, read):
         yield from [(number + k, text, chars, problem) for k, (text, chars, problem) in enumerate(block)]
         number += len(block)
 
 
-def _line_blocks(task: dict) -> Iterator[list[tuple[str, int, str | None]]]:
+def _line_blocks(task: dict, read: dict | None = None) -> Iterator[list[tuple[str, int, str | None]]]:
     """:func:`numbered_lines`' (text, characters, problem), a list per block read."""
     limit = task["max_line_chars"]
     keep_bytes = 4 * limit  # enough bytes for ``limit`` characters
     remaining = task["end_byte"] - task["start_byte"]
     problem = task.get("read_problem")
+    to_the_end = task["end_byte"] >= TO_THE_END
+    digest, read_bytes = hashlib.sha256(), 0
     carry, carry_dropped = b"", 0  # the unfinished last line of the previous block
 
     def line(raw: bytes, dropped: int, why: str | None = None) -> tuple[str, int, str | None]:
@@ -80,6 +90,9 @@ def _line_blocks(task: dict) -> Iterator[list[tuple[str, int, str | None]]]:
                 if not block:
                     break
                 remaining -= len(block)
+                if to_the_end:
+                    digest.update(block)
+                    read_bytes += len(block)
                 end = block.rfind(b"\n")
                 if end < 0:
                     carry += block
@@ -98,6 +111,12 @@ def _line_blocks(task: dict) -> Iterator[list[tuple[str, int, str | None]]]:
                     carry = carry[:keep_bytes]
     except (OSError, EOFError):
         pass  # cut short while reading (an I/O error mid-file): the lines read so far count
+    if to_the_end:
+        # the whole file was read: its data ends early where the decompression stopped
+        problem = getattr(fh, "problem", None)
+        remaining = 0
+        if read is not None:
+            read.update(read_bytes=read_bytes, read_sha256=digest.hexdigest())
     if problem and remaining <= 0:
         yield [line(carry, carry_dropped, problem)]
     elif carry or carry_dropped:

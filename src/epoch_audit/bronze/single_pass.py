@@ -52,6 +52,7 @@ BATCH_CHARS = 16 << 20
 # The pass's rows staged in bronze's layout, by kind: the event files become bronze's own
 STAGED_PARTITIONS = ("row_kind", *BRONZE_EVENTS_PARTITIONS)
 STAGED_FILE_KIND = "staged_file"  # a row naming a file the pass wrote (source_file: its relative path)
+READ_FACTS = ("read_bytes", "read_sha256")  # a file row's, when its task was read to the end (bronze.read)
 
 
 def task_items(
@@ -63,13 +64,14 @@ def task_items(
     Events read a batch at a time come as Arrow batches of ``PASS_ARROW_SCHEMA`` (``vectorised``;
     False reads every record by the per-line parsers)."""
     state = FilePass(task, line_statuses)
-    numbered = numbered_lines(task)
+    read: dict[str, object] = {}  # a file read to its end: its bytes and hash (bronze.read.TO_THE_END)
+    numbered = numbered_lines(task, read)
     if task["log_kind"] in LOG_KINDS:
         yield from log_file(state, numbered, zone, vectorised)
     else:
         yield from dump_file(state, numbered, zone, vectorised)
     yield from state.family_rows()
-    yield state.file_row()
+    yield {**state.file_row(), **read}
 
 
 def task_rows(
@@ -96,7 +98,7 @@ def batch_rows(batch: pa.RecordBatch) -> Iterator[Row]:
 
 def _with_facts_in_details(row: Row) -> Row:
     """A quarantine, file or family row with its reason and counts in ``details`` (strings)."""
-    facts = {k: row.get(k) for k in ("reason", *COUNT_COLUMNS) if row.get(k) is not None}
+    facts = {k: row.get(k) for k in ("reason", *COUNT_COLUMNS, *READ_FACTS) if row.get(k) is not None}
     return {**row, "details": {k: v if isinstance(v, str) else str(v) for k, v in facts.items()}}
 
 
@@ -104,8 +106,8 @@ def side_facts(details: dict[str, str] | None) -> dict[str, object]:
     """The reason (``reason``) and counts (ints, None where absent) of a staged quarantine, file
     or family row, from its ``details``."""
     details = details or {}
-    counts = {k: None if details.get(k) is None else int(details[k]) for k in COUNT_COLUMNS}
-    return {"reason": details.get("reason"), **counts}
+    counts = {k: None if details.get(k) is None else int(details[k]) for k in (*COUNT_COLUMNS, "read_bytes")}
+    return {"reason": details.get("reason"), "read_sha256": details.get("read_sha256"), **counts}
 
 
 def _to_batch(rows: list[Row]) -> pa.RecordBatch:
@@ -122,9 +124,9 @@ def task_bins(
     bins (largest first into the lightest bin)."""
     bins: list[list[tuple]] = [[] for _ in range(min(cores, len(tasks)))]
     loads = [0] * len(bins)
-    for t in sorted(tasks, key=lambda t: -(t.end_byte - t.start_byte)):
+    for t in sorted(tasks, key=lambda t: -t.expected_bytes):
         lightest = loads.index(min(loads))
-        loads[lightest] += t.end_byte - t.start_byte
+        loads[lightest] += t.expected_bytes
         bins[lightest].append((
             t.file_id, t.source_file, t.file_name, t.cluster_id, t.host_id, t.file_order, t.log_kind,
             # resolved here: executors run in their own working directories (a URI is absolute)

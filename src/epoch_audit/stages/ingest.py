@@ -241,7 +241,7 @@ def ingest(
     accounting_rows = []
     file_rows = []
     delivered_at = datetime.now(UTC)
-    by_path = {f.source_file: f for f in files}
+    by_path = {f.source_file: f for f in plan.files}
     for task in plan.tasks:
         c = counts.get(task.file_id, {})
         read_n = int(c.get("lines_read") or 0)
@@ -254,10 +254,14 @@ def ingest(
             )
         )
         f = by_path[task.source_file]
+        # a compressed log read to its end (not decompressed by the plan): its bytes and hash the pass's
+        consumed_bytes, prefix_sha = (
+            (c.get("read_bytes"), c.get("read_sha256")) if f.deferred else (task.end_byte, f.readable_sha256)
+        )
         file_rows.append(
             (
                 task.file_id, task.source_file, f.cluster_id, f.host_id, f.stream, f.log_kind, f.file_order,
-                task.end_byte, task.start_line - 1 + read_n, f.readable_sha256, run_id, file_max.get(task.file_id),
+                consumed_bytes, task.start_line - 1 + read_n, prefix_sha, run_id, file_max.get(task.file_id),
                 delivered_at,
             )
         )
