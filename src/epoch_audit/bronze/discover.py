@@ -102,7 +102,6 @@ class ReadTask:
         return self.size_hint if self.end_byte >= TO_THE_END else self.end_byte - self.start_byte
 
 
-
 @dataclass
 class Discovered:
     """The regular files found under the inputs, and what was passed over and why."""
@@ -292,7 +291,7 @@ def _head(path: Path | str, compressed: bool) -> bytes:
 
 def _gzip_size_hint(path: Path | str) -> int:
     """A gzip file's decompressed size as its trailer states it (ISIZE: the last member's size
-    modulo 2^32, exact for one member under 4 GiB); its own size when that cannot be read."""
+    modulo 2^32, exact for one member under 4 GiB), at least its compressed size; 0 when unreadable."""
     try:
         with objstore.open_input(str(path)) as fh:
             fh.seek(-4, os.SEEK_END)
@@ -396,7 +395,7 @@ def describe(path: Path | str, config: AppConfig) -> InputFile:
         head = _head(path, compressed)
         head_text = head.decode("utf-8", errors="replace")
         kind = detect_file_kind(name, head_text) or log_kind(stream, head_text)
-        # (nothing decompresses at all: the plan reads it, so it is skipped as today, unread)
+        # (an empty head, nothing decompresses: scanned here as before, so it is skipped unread)
         scan = None if kind in LOG_KINDS and head else _scan(path, compressed)
     else:
         scan = _scan(path, compressed)
