@@ -12,6 +12,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from pyspark.sql import functions as F
 
 from epoch_audit.config import AppConfig
 from epoch_audit.lake import staging
@@ -121,6 +122,31 @@ def test_columns_of_one_value_a_row_are_written_without_a_dictionary(tmp_path):
     assert {"event_type", "isr.list.element", "details.key_value.key"} <= dictionary
     assert all(c.is_stats_set for c in columns.values())
     assert n == 100 and pq.read_table(tmp_path / relative).column("event_id").to_pylist() == [r["event_id"] for r in rows]
+
+
+def test_a_lookup_by_event_id_reads_only_the_row_groups_holding_it(spark, tmp_path, monkeypatch):
+    from epoch_audit.bronze.single_pass import PASS_ARROW_SCHEMA, STAGED_PARTITIONS
+
+    monkeypatch.setattr(staging, "ROW_GROUP_BYTES", 32 << 10)
+    writer = HiveParquetWriter(str(tmp_path), PASS_ARROW_SCHEMA, STAGED_PARTITIONS, "part-x")
+    ids = [f"{i * 7919:064x}" for i in range(4000)]
+    for start in range(0, len(ids), 250):
+        rows = [{"event_id": i, "event_type": "request_fetch", "raw": "x" * 40} for i in ids[start:start + 250]]
+        writer.write(tuple("x" for _ in STAGED_PARTITIONS), pa.RecordBatch.from_pylist(rows, schema=writer.file_schema))
+    (relative, n), = writer.close()
+    meta = pq.read_metadata(tmp_path / relative)
+    groups = [meta.row_group(g) for g in range(meta.num_row_groups)]
+    assert n == 4000 and len(groups) >= 8
+    for group in groups:
+        chunk = next(group.column(j) for j in range(group.num_columns) if group.column(j).path_in_schema == "event_id")
+        assert chunk.bloom_filter_offset is not None and chunk.bloom_filter_length > 0
+    # Spark tests the IN list against each row group's filter: only the group holding the ids is read
+    wanted = ids[1300:1303]
+    query = spark.read.parquet(str(tmp_path / relative)).where(F.col("event_id").isin(wanted)).select("event_id")
+    assert sorted(r["event_id"] for r in query.collect()) == wanted
+    scan = query._jdf.queryExecution().executedPlan().collectLeaves().head()
+    read = scan.metrics().apply("numOutputRows").value()
+    assert 0 < read <= max(g.num_rows for g in groups) * 2 < 4000, read
 
 
 @pytest.mark.parametrize("listed", [set(), {"k=a/kept.parquet"}])

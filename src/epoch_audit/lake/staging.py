@@ -68,6 +68,14 @@ ROW_GROUP_BYTES = 32 << 20  # a partition's rows are buffered up to this much Ar
 # 2.05, the files 1 % larger. (Statistics stay, ``raw``'s too: the Delta log's file statistics are those
 # of Spark's own write, ``test_workers_stage_what_sparks_write_staged``.)
 NO_DICTIONARY = frozenset({"event_id", "raw", "event_time", "own_time", "create_time_ms", "details.key_value.value"})
+# A Bloom filter on each row group's ids: looking up the events gold cites (``gold.evidence``, a few
+# hundred ids) then reads the few row groups that hold one instead of every row of bronze (Spark
+# pushes the ``IN`` list to Parquet, which tests each id against the filter). At 10^7 lines the
+# cited 283 ids sit in 24 of 480 row groups; the lookup took 5.2-8.4 s with every row read. The
+# false-positive rate is per id tested: at 1e-4 a row group without a cited id is still read with
+# probability 1 - (1 - 1e-4)^ids (3 % for 283 ids). About 2.6 bytes per row (a power of two).
+BLOOM_FILTER_COLUMNS = frozenset({"event_id"})
+BLOOM_FILTER_FPP = 1e-4
 
 
 def leaf_paths(field: pa.Field) -> list[str]:
@@ -136,10 +144,18 @@ class HiveParquetWriter:
             if isinstance(self.fs, pafs.LocalFileSystem):
                 self.fs.create_dir(where.rsplit("/", 1)[0], recursive=True)
             writer = pq.ParquetWriter(where, self.file_schema, filesystem=self.fs, compression="snappy",
-                                      coerce_timestamps="us", store_schema=False, use_dictionary=self._dictionary)
+                                      coerce_timestamps="us", store_schema=False, use_dictionary=self._dictionary,
+                                      bloom_filter_options=self._bloom_filters(batches))
             self._writers[values] = (relative, writer)
         self._writers[values][1].write_table(pa.Table.from_batches(batches, self.file_schema),
                                              row_group_size=sum(b.num_rows for b in batches))
+
+    def _bloom_filters(self, first: list[pa.RecordBatch]) -> dict[str, dict[str, float]] | None:
+        """Bloom filters of the columns in :data:`BLOOM_FILTER_COLUMNS`, sized for a row group as
+        large as the file's first (row groups are cut by bytes: the next ones hold about as many rows)."""
+        columns = BLOOM_FILTER_COLUMNS & set(self.file_schema.names)
+        rows = max(sum(b.num_rows for b in first), 1024)
+        return {c: {"ndv": rows, "fpp": BLOOM_FILTER_FPP} for c in sorted(columns)} or None
 
     def close(self) -> list[tuple[str, int]]:
         for values in list(self._pending):
