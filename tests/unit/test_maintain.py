@@ -140,6 +140,22 @@ def _sorted_by_type(store: DeltaRsStorage, where: str) -> list[bool]:
         for u in DeltaTable(store.path("bronze/events")).file_uris() if where in u]
 
 
+def _bloom_filtered(store: DeltaRsStorage, table: str) -> set[tuple[str, bool]]:
+    """(column, whether it has a Bloom filter) of every row group of the table's live files."""
+    import pyarrow.parquet as pq
+
+    found = set()
+    for uri in DeltaTable(store.path(table)).file_uris():
+        meta = pq.read_metadata(uri.removeprefix("file://"))
+        for g in range(meta.num_row_groups):
+            group = meta.row_group(g)
+            for j in range(group.num_columns):
+                chunk = group.column(j)
+                if chunk.path_in_schema in ("event_id", "event_type"):
+                    found.add((chunk.path_in_schema, chunk.bloom_filter_offset is not None))
+    return found
+
+
 def test_maintain_sorts_bronzes_new_state_partitions_by_event_type(spark, tmp_path, capsys):
     """The nights' state files, compacted, become one file sorted by type (the checks read by type:
     Parquet then skips the other types' row groups); rows never change; a sorted partition that got
@@ -163,6 +179,9 @@ def test_maintain_sorts_bronzes_new_state_partitions_by_event_type(spark, tmp_pa
     assert done["bronze/events"]["partitions_sorted"] == 1
     assert sorted(tuple(r) for r in store.read("bronze/events").collect()) == before
     assert _sorted_by_type(store, "event_class=state/event_date=2024") == [True]
+    # every rewritten file keeps a Bloom filter on the ids, as the ingest pass writes them (the
+    # cited evidence is looked up by id); other columns and other tables get none
+    assert _bloom_filtered(store, "bronze/events") == {("event_id", True), ("event_type", False)}
 
     assert main(["maintain", "--lake", str(tmp_path / "lake"), "--retention-hours", "0", "--json"]) == 0
     done = json.loads(capsys.readouterr().out.strip().splitlines()[-1])["stages"]["maintain"]["tables"]
