@@ -20,161 +20,50 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
 
-from epoch_audit_tools.duckdb_baseline import (  # noqa: E402  (after the path above)
-    EXPORTED_TABLES,
-    NEXT_REQUEST,
-    NO_ERROR,
-    PART,
-    PARTITION_EVENTS,
-    STOP_EVIDENCE,
-    STOP_REFUSALS,
-    UNIT,
-)
+from epoch_audit_tools import duckdb_baseline as baseline  # noqa: E402  (after the path above)
 
-# The DuckDB statements of ``duckdb_baseline.PREPARE_SQL`` in Spark's dialect: ``arg_min`` is
-# ``min_by``, ``first(x ORDER BY y)`` a ``min_by`` over a struct, list functions are array ones,
-# ``unnest`` is ``explode``, DuckDB's 1-based ``a[i]`` is ``element_at``.
-PREPARE_SQL: list[tuple[str, str]] = [
-    ("ev", """
-        SELECT event_id, event_type, cluster_id, broker_id, topic, partition, topic_id, event_time,
-               file_id, file_order, line_number, sub_index, leader_epoch, delete_partition, error,
-               controller_id, controller_epoch, correlation_id, `offset`,
-               max(event_time) OVER (PARTITION BY file_id ORDER BY line_number, sub_index
-                                     ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS own_time
-        FROM events
-    """),
-    ("pev", """
-        SELECT *, row_number() OVER (
-                   PARTITION BY cluster_id, broker_id, topic, partition
-                   ORDER BY own_time NULLS FIRST, file_order NULLS FIRST, file_id NULLS FIRST,
-                            line_number NULLS FIRST, sub_index NULLS FIRST, event_id) AS pos
-        FROM ev
-        WHERE event_type IN """ + PARTITION_EVENTS[:-1] + """, 'request_stop_replica', 'request_leader_and_isr')
-    """),
-    ("stops", """
-        WITH part AS (
-            SELECT *,
-                   min(CASE WHEN event_type IN """ + STOP_EVIDENCE + """ THEN pos END) OVER w AS eff,
-                   min(CASE WHEN event_type IN """ + NEXT_REQUEST + """ THEN pos END) OVER w AS nreq
-            FROM pev WHERE event_type IN """ + PARTITION_EVENTS + """
-            WINDOW w AS (PARTITION BY cluster_id, broker_id, topic, partition ORDER BY pos
-                         ROWS BETWEEN 1 FOLLOWING AND UNBOUNDED FOLLOWING)
-        ), chain AS (
-            SELECT * FROM part c
-            WHERE event_type = 'stop_replica_received' AND eff IS NOT NULL AND (nreq IS NULL OR eff < nreq)
-              AND NOT EXISTS (SELECT 1 FROM ev r WHERE r.event_type = 'stop_replica_stale_controller'
-                              AND r.cluster_id = c.cluster_id AND r.broker_id = c.broker_id
-                              AND r.controller_id = c.controller_id AND r.controller_epoch = c.controller_epoch
-                              AND r.correlation_id = c.correlation_id)
-              AND NOT EXISTS (SELECT 1 FROM ev r WHERE r.event_type IN """ + STOP_REFUSALS + """
-                              AND r.cluster_id = c.cluster_id AND r.broker_id = c.broker_id
-                              AND r.topic = c.topic AND r.partition = c.partition
-                              AND r.controller_id = c.controller_id AND r.controller_epoch = c.controller_epoch
-                              AND r.correlation_id = c.correlation_id)
-              AND NOT EXISTS (SELECT 1 FROM pev r WHERE r.event_type = 'request_stop_replica'
-                              AND NOT coalesce(r.error IN """ + NO_ERROR + """, false)
-                              AND r.cluster_id = c.cluster_id AND r.broker_id = c.broker_id
-                              AND r.topic = c.topic AND r.partition = c.partition
-                              AND r.controller_id = c.controller_id AND r.controller_epoch = c.controller_epoch
-                              AND r.correlation_id = c.correlation_id)
-        ), units AS (
-            SELECT """ + UNIT + """, leader_epoch, delete_partition, event_time, pos FROM chain
-            UNION ALL
-            SELECT """ + UNIT + """, leader_epoch, delete_partition, event_time, pos FROM pev
-            WHERE event_type = 'request_stop_replica' AND coalesce(error IN """ + NO_ERROR + """, false)
-        )
-        SELECT """ + UNIT + """,
-               min_by(leader_epoch, pos) AS leader_epoch, min_by(delete_partition, pos) AS delete_partition,
-               min_by(event_time, pos) AS event_time, min(pos) AS pos
-        FROM units WHERE topic IS NOT NULL
-        GROUP BY """ + UNIT + """
-    """),
-    ("le_states", """
-        SELECT cluster_id, broker_id, topic, partition, pos * 3 AS p, leader_epoch AS cur_le
-        FROM pev
-        WHERE leader_epoch IS NOT NULL
-          AND (event_type IN ('become_leader', 'become_follower')
-               OR (event_type = 'request_leader_and_isr' AND coalesce(error IN """ + NO_ERROR + """, false)))
-        UNION ALL
-        SELECT cluster_id, broker_id, topic, partition, pos * 3 + 2 AS p, CAST(NULL AS INT) AS cur_le
-        FROM stops WHERE delete_partition
-    """),
-    ("epoch_leaders", """
-        WITH tl AS (
-            SELECT """ + PART + """, leader_epoch, min_by(leader, decision_seq) AS tl_leader
-            FROM partition_timeline
-            WHERE leader >= 0 AND leader_epoch >= 0 GROUP BY """ + PART + """, leader_epoch
-        ), bk AS (
-            SELECT """ + PART + """, leader_epoch,
-                   min_by(broker_id, struct(event_time IS NULL, event_time, event_id)) AS bk_leader
-            FROM broker_leader_epochs WHERE is_claim GROUP BY """ + PART + """, leader_epoch
-        )
-        SELECT COALESCE(tl.cluster_id, bk.cluster_id) AS cluster_id, COALESCE(tl.topic, bk.topic) AS topic,
-               COALESCE(tl.partition, bk.partition) AS partition,
-               COALESCE(tl.leader_epoch, bk.leader_epoch) AS leader_epoch,
-               COALESCE(tl_leader, bk_leader) AS epoch_leader
-        FROM tl FULL JOIN bk
-          ON tl.cluster_id = bk.cluster_id AND tl.topic = bk.topic AND tl.partition = bk.partition
-         AND tl.leader_epoch = bk.leader_epoch
-    """),
-    ("epoch_intervals", """
-        WITH line AS (
-            SELECT """ + PART + """, broker_id, leader_epoch, min_by(value, series_seq) AS v
-            FROM replica_offsets WHERE series = 'epoch_start_line'
-            GROUP BY """ + PART + """, broker_id, leader_epoch
-        ), ckpt AS (
-            SELECT """ + PART + """, broker_id, leader_epoch, min(value) AS v
-            FROM replica_offsets WHERE series = 'epoch_start_checkpoint' AND is_latest_copy
-            GROUP BY """ + PART + """, broker_id, leader_epoch
-        ), starts AS (
-            SELECT e.cluster_id, e.topic, e.partition, e.leader_epoch, COALESCE(l.v, c.v) AS start
-            FROM epoch_leaders e
-            LEFT JOIN line l ON l.cluster_id = e.cluster_id AND l.topic = e.topic AND l.partition = e.partition
-                 AND l.leader_epoch = e.leader_epoch AND l.broker_id = e.epoch_leader
-            LEFT JOIN ckpt c ON c.cluster_id = e.cluster_id AND c.topic = e.topic AND c.partition = e.partition
-                 AND c.leader_epoch = e.leader_epoch AND c.broker_id = e.epoch_leader
-            WHERE e.epoch_leader IS NOT NULL AND COALESCE(l.v, c.v) IS NOT NULL
-        ), per_start AS (
-            SELECT """ + PART + """, start, max(leader_epoch) AS le FROM starts GROUP BY """ + PART + """, start
-        )
-        SELECT """ + PART + """, start,
-               max(le) OVER (PARTITION BY """ + PART + """ ORDER BY start
-                             ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS max_started_epoch
-        FROM per_start
-    """),
-    ("batches", """
-        SELECT cluster_id, topic, partition, leader_epoch, `offset`, event_id
-        FROM events
-        WHERE event_type = 'data_batch' AND `offset` IS NOT NULL AND leader_epoch IS NOT NULL
-    """),
-    ("isr_joins", """
-        WITH tl AS (
-            SELECT *, lag(isr) OVER (PARTITION BY cluster_id, topic_id, partition ORDER BY decision_seq) AS prev_isr
-            FROM partition_timeline WHERE source = 'kraft'
-        )
-        SELECT cluster_id, topic, topic_id, partition, leader_epoch, partition_epoch, commit_offset, event_id,
-               explode(array_distinct(filter(isr, x -> NOT array_contains(prev_isr, x)))) AS replica
-        FROM tl WHERE prev_isr IS NOT NULL AND isr IS NOT NULL
-    """),
-    ("registrations", """
-        SELECT cluster_id, broker_id, broker_epoch, commit_offset,
-               COALESCE(next_commit_offset, 9223372036854775807) AS next_commit_offset
-        FROM broker_registrations
-        WHERE next_commit_offset IS NULL OR next_commit_offset > commit_offset
-    """),
-    ("alter_partitions", """
-        SELECT cluster_id, topic_id, partition, partition_epoch, isr, isr_broker_epochs, event_id
-        FROM events
-        WHERE event_type = 'request_alter_partition' AND coalesce(error IN """ + NO_ERROR + """, false)
-          AND api_version >= 3 AND isr_broker_epochs IS NOT NULL
-    """),
+# ``duckdb_baseline.PREPARE_SQL`` read as Spark SQL: its dialect's spellings replaced, nothing
+# else (``arg_min`` is ``min_by``, ``first(x ORDER BY k)`` a ``min_by`` over a struct of the keys,
+# list functions are array ones, ``unnest`` is ``explode``, a table's Parquet its temp view).
+_SPELLINGS: list[tuple[str, str]] = [
+    (r"CREATE OR REPLACE TABLE \w+ AS", ""),
+    (r"read_parquet\('\{(\w+)\}'\)", r"\1"),
+    (r'"offset"', "`offset`"),
+    (r"\barg_min\(", "min_by("),
+    (r"NULL::INTEGER", "CAST(NULL AS INT)"),
+    (r"\bfirst\((\w+) ORDER BY ([^)]*)\)", r"min_by(\1, struct(\2))"),
+    (r"\bunnest\(", "explode("),
+    (r"\blist_distinct\(", "array_distinct("),
+    (r"\blist_filter\(", "filter("),
+    (r"\blist_contains\(", "array_contains("),
+    (r"lambda (\w+): ", r"\1 -> "),
 ]
+_DUCKDB_ONLY = re.compile(r"::|read_parquet|\blist_|\bunnest\b|\barg_min\b|lambda|\bfirst\(")
+
+
+def spark_sql(duckdb_sql: str) -> str:
+    """A DuckDB statement of ``duckdb_baseline.PREPARE_SQL`` as Spark SQL (its SELECT)."""
+    sql = duckdb_sql
+    for pattern, replacement in _SPELLINGS:
+        sql = re.sub(pattern, replacement, sql)
+    left = _DUCKDB_ONLY.search(sql)
+    if left:
+        raise ValueError(f"a DuckDB spelling left untranslated: {left.group(0)!r} in {sql[:200]}")
+    return sql
+
+
+def _view_name(duckdb_sql: str) -> str:
+    return re.search(r"CREATE OR REPLACE TABLE (\w+) AS", duckdb_sql).group(1)
+
+
+PREPARE_SQL: list[tuple[str, str]] = [(_view_name(sql), spark_sql(sql)) for _, sql in baseline.PREPARE_SQL]
 
 # ``duckdb_baseline.CHECK_SQL``: each ASOF JOIN as a union of both sides ordered by the join key
 # (the right side first at a tie, as ``>=`` asks; ``>`` for the StopReplica keys, made strict by
@@ -253,7 +142,7 @@ CHECK_SQL: dict[str, str] = {
 def run_once(spark, export: Path, materialize: bool) -> dict:
     """Register the exported tables, build the prepare steps, run the checks; seconds of each."""
     started = time.perf_counter()
-    for table in EXPORTED_TABLES:
+    for table in baseline.EXPORTED_TABLES:
         spark.read.parquet(str(export / table)).createOrReplaceTempView(table)
     steps: dict[str, float] = {}
     cached = []
