@@ -180,7 +180,7 @@ def test_maintain_sorts_bronzes_new_state_partitions_by_event_type(spark, tmp_pa
     assert sorted(tuple(r) for r in store.read("bronze/events").collect()) == before
     assert _sorted_by_type(store, "event_class=state/event_date=2024") == [True]
     # every rewritten file keeps a Bloom filter on the ids, as the ingest pass writes them (the
-    # cited evidence is looked up by id); other columns and other tables get none
+    # cited evidence is looked up by id); no other column gets one
     assert _bloom_filtered(store, "bronze/events") == {("event_id", True), ("event_type", False)}
 
     assert main(["maintain", "--lake", str(tmp_path / "lake"), "--retention-hours", "0", "--json"]) == 0

@@ -71,7 +71,7 @@ NO_DICTIONARY = frozenset({"event_id", "raw", "event_time", "own_time", "create_
 # A Bloom filter on each row group's ids: looking up the events gold cites (``gold.evidence``, a few
 # hundred ids) then reads the few row groups that hold one instead of every row of bronze (Spark
 # pushes the ``IN`` list to Parquet, which tests each id against the filter). At 10^7 lines the
-# cited 283 ids sit in 24 of 480 row groups; the lookup took 5.2-8.4 s with every row read. The
+# cited 283 ids sit in 24 of 480 row groups; the lookup took 5.3-8.7 s with every row read. The
 # false-positive rate is per id tested: at 1e-4 a row group without a cited id is still read with
 # probability 1 - (1 - 1e-4)^ids (3 % for 283 ids). About 2.6 bytes per row (a power of two).
 BLOOM_FILTER_COLUMNS = frozenset({"event_id"})
