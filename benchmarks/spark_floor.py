@@ -25,6 +25,8 @@ import sys
 import time
 from pathlib import Path
 
+from pyspark.sql import SparkSession
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
 
 from epoch_audit_tools import duckdb_baseline as baseline  # noqa: E402  (after the path above)
@@ -139,7 +141,7 @@ CHECK_SQL: dict[str, str] = {
 }
 
 
-def run_once(spark, export: Path, materialize: bool) -> dict:
+def run_once(spark: SparkSession, export: Path, materialize: bool) -> dict:
     """Register the exported tables, build the prepare steps, run the checks; seconds of each."""
     started = time.perf_counter()
     for table in baseline.EXPORTED_TABLES:
